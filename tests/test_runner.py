@@ -1,0 +1,124 @@
+"""The runner's run-directory contract: outputs, run.json, no overwrite, failures still saved."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from notebook_factory import make_template
+from vllm_runbooks import runner
+from vllm_runbooks.cli import main
+from vllm_runbooks.scraps import read_scraps
+
+OK_BODY = [
+    "import plotly.graph_objects as go\nfrom vllm_runbooks.display import show_figure\n"
+    "from vllm_runbooks.scraps import glue",
+    "show_figure(go.Figure(go.Bar(x=['gpu0', 'gpu1'], y=[141, 141])))",
+    "glue('headline', {'runbook': 'smoke', 'verdict': 'pass', 'figures': {'gpus': 2, 'endpoint': endpoint}})",
+]
+FAIL_BODY = [
+    "from vllm_runbooks.scraps import glue\nglue('headline', {'runbook': 'boom', 'verdict': 'unknown'})",
+    "raise RuntimeError('collector exploded on purpose')",
+    "print('never reached')",
+]
+
+
+@pytest.fixture()
+def templates(tmp_path: Path) -> Path:
+    folder = tmp_path / "templates"
+    params = "run_dir = None\nendpoint = 'http://127.0.0.1:8000'\nlaunch_command = ''\n"
+    make_template(folder, "01_smoke.ipynb", OK_BODY, params)
+    make_template(folder, "02_boom.ipynb", FAIL_BODY)
+    return folder
+
+
+def test_available_runbooks_strips_numbers(templates: Path) -> None:
+    assert list(runner.available_runbooks(templates)) == ["smoke", "boom"]
+    with pytest.raises(runner.RunbookError, match="unknown runbook"):
+        runner.resolve_runbook("nope", templates)
+
+
+def test_new_run_dirs_are_distinct(tmp_path: Path) -> None:
+    dirs = {runner.new_run_dir(tmp_path) for _ in range(5)}
+    assert len(dirs) == 5
+    assert all(d.is_dir() and d.parent == tmp_path for d in dirs)
+
+
+def test_cli_value_typing() -> None:
+    assert runner.coerce_cli_value("8") == 8
+    assert runner.coerce_cli_value("0.5") == 0.5
+    assert runner.coerce_cli_value("False") is False
+    assert runner.coerce_cli_value("None") is None
+    assert runner.coerce_cli_value("575.57.08") == "575.57.08"
+
+
+@pytest.mark.slow
+def test_run_writes_notebook_html_and_run_json(templates: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    result = runner.run_runbook("smoke", {"endpoint": "http://h:1"}, run_dir, templates=templates)
+    assert result.status == "ok", result.error
+    nb, html = Path(result.notebook), Path(result.html or "")
+    assert nb.name == "01_smoke.ipynb" and html.name == "01_smoke.html"
+    assert read_scraps(nb)["headline"]["figures"] == {"gpus": 2, "endpoint": "http://h:1"}
+    page = html.read_text(encoding="utf-8")
+    # plotly.js is inlined (renders offline), not fetched from a CDN.
+    assert not re.search(r"<script[^>]*src=[\"']https?://[^\"']*plot", page)
+    assert "Plotly.newPlot" in page and len(page) > 1_000_000
+    run = runner.load_run(run_dir)
+    assert run["status"] == "ok"
+    entry = run["runbooks"][0]
+    assert entry["headline"]["verdict"] == "pass"
+    assert entry["parameters"]["run_dir"] == str(run_dir.resolve())
+    assert set(run["artefacts"]) == {"01_smoke.ipynb", "01_smoke.html"}
+    assert run["artefacts"]["01_smoke.ipynb"] == runner.sha256_file(nb)
+    assert run["versions"]["packages"]["papermill"]
+
+
+@pytest.mark.slow
+def test_existing_notebook_is_never_overwritten(templates: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    first = runner.run_runbook("smoke", {}, run_dir, templates=templates)
+    before = Path(first.notebook).read_bytes()
+    with pytest.raises(runner.RunbookError, match="already exists"):
+        runner.run_runbook("smoke", {}, run_dir, templates=templates)
+    assert Path(first.notebook).read_bytes() == before
+    assert len(runner.load_run(run_dir)["runbooks"]) == 1
+
+
+@pytest.mark.slow
+def test_failing_cell_still_saves_notebook_and_html(templates: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    # A suite: the first runbook passes, the second fails; both land in one run.json.
+    runner.run_runbook("smoke", {}, run_dir, templates=templates)
+    result = runner.run_runbook("boom", {}, run_dir, templates=templates)
+    assert result.status == "failed"
+    assert "collector exploded on purpose" in (result.error or "")
+    nb = json.loads(Path(result.notebook).read_text(encoding="utf-8"))
+    # papermill puts an error banner near the top of the executed notebook.
+    top = json.dumps(nb["cells"][:2])
+    assert "An Exception was encountered" in top
+    assert "collector exploded on purpose" in Path(result.html or "").read_text(encoding="utf-8")
+    assert read_scraps(nb)["headline"]["verdict"] == "unknown"
+    run = runner.load_run(run_dir)
+    assert run["status"] == "failed"
+    assert [r["status"] for r in run["runbooks"]] == ["ok", "failed"]
+
+
+@pytest.mark.slow
+def test_cli_exit_codes_and_secret_parameters(templates: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(runner, "RUNBOOKS_DIR", templates)
+    run_dir = tmp_path / "run"
+    secret = "sk-proj-THISISAPLANTEDSECRET1234567890"
+    rc = main(["run", "smoke", "--run-dir", str(run_dir), "--no-progress",
+               "-r", "launch_command", f"vllm serve m --api-key {secret}"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "verdict=pass" in out and "01_smoke.html" in out
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(encoding="utf-8", errors="replace"), path
+    assert main(["run", "boom", "--run-dir", str(run_dir), "--no-progress"]) == 1
+    assert main(["run", "smoke", "--run-dir", str(run_dir), "--no-progress"]) == 2
