@@ -1,0 +1,266 @@
+"""Result records of the log classifier: findings, one log's diagnosis, several logs' diagnoses.
+
+They are the contract with runbook 02 (scraps are their ``to_dict()``) and they display
+themselves: a table in Jupyter and a plotly timeline of findings by line number.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..records import Record
+
+#: Order of stages on the timeline's y axis (start-up order).
+STAGE_ORDER: tuple[str, ...] = (
+    "container_start",
+    "cuda_init",
+    "model_load",
+    "kv_cache",
+    "multi_gpu",
+    "serving",
+    "unknown",
+)
+
+#: Diagnosis status values.
+STATUS_OK = "ok"  # the log was read (fully or up to a stated limit) and classified
+STATUS_EMPTY = "empty"  # nothing (or only whitespace) to read: not evidence of health
+STATUS_UNREADABLE = "unreadable"  # missing path, permission denied, not a file, ...
+
+
+@dataclass
+class LogFinding(Record):
+    """One signature hit: which line, what it said, what it means, what to do next."""
+
+    SCHEMA: ClassVar[str] = "log_finding"
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    signature: str
+    label: str
+    stage: str
+    severity: str
+    priority: int
+    line: int
+    text: str
+    match: str = ""
+    advice: str = ""
+    source: str = ""
+    refined_by: str | None = None
+
+
+@dataclass
+class LogDiagnosis(Record):
+    """The classifier's verdict on one log, with the evidence it rests on.
+
+    ``label`` is the root cause (highest-priority finding). ``status`` says whether a verdict
+    was possible at all: an empty or unreadable log gets label ``unknown``, never ``healthy``.
+    """
+
+    SCHEMA: ClassVar[str] = "log_diagnosis"
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    source: str
+    label: str
+    status: str = STATUS_OK
+    reason: str = ""
+    labels: list[str] = field(default_factory=list)
+    findings: list[LogFinding] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    lines_scanned: int = 0
+    bytes_scanned: int = 0
+    file_bytes: int | None = None
+    compression: str | None = None
+    truncated: bool = False
+    long_lines: int = 0
+    non_utf8: bool = False
+    unread: list[str] = field(default_factory=list)
+    engine: str = ""
+    elapsed_s: float = 0.0
+    signatures_version: int = 1
+
+    # -- derived views -------------------------------------------------------------------
+    @property
+    def root_cause(self) -> LogFinding | None:
+        """The finding that decided ``label`` (None for healthy / unknown)."""
+        for f in self.findings:
+            if f.label == self.label and f.severity != "info":
+                return f
+        return None
+
+    @property
+    def advice(self) -> str:
+        rc = self.root_cause
+        if rc is not None:
+            return rc.advice
+        if self.status != STATUS_OK:
+            return f"No verdict: {self.reason}. Collect the full container log (docker logs / kubectl logs)."
+        return "No failure signature found."
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LogDiagnosis:
+        obj = super().from_dict(data)
+        obj.findings = [f if isinstance(f, LogFinding) else LogFinding.from_dict(f) for f in obj.findings]
+        return obj
+
+    def to_frame(self) -> Any:
+        """Findings as a pandas DataFrame (one row per finding, in line order)."""
+        import pandas as pd
+
+        rows = [dataclasses.asdict(f) for f in sorted(self.findings, key=lambda f: f.line)]
+        cols = [f.name for f in dataclasses.fields(LogFinding)]
+        return pd.DataFrame(rows, columns=cols)
+
+    def timeline(self) -> Any:
+        """Plotly figure: findings by line number, one row per start-up stage."""
+        import plotly.graph_objects as go
+
+        fig = go.Figure()
+        by_label: dict[str, list[LogFinding]] = {}
+        for f in sorted(self.findings, key=lambda f: f.line):
+            by_label.setdefault(f.label, []).append(f)
+        for label, items in by_label.items():
+            fig.add_trace(
+                go.Scatter(
+                    x=[f.line for f in items],
+                    y=[f.stage for f in items],
+                    mode="markers",
+                    name=label,
+                    marker={
+                        "size": [8 + f.priority / 8 for f in items],
+                        "symbol": ["star" if f is self.root_cause else "circle" for f in items],
+                        "line": {"width": 1},
+                    },
+                    text=[f"line {f.line} · {f.signature}<br>{html.escape(f.text[:160])}" for f in items],
+                    hovertemplate="%{text}<extra>" + html.escape(label) + "</extra>",
+                )
+            )
+        used = [s for s in STAGE_ORDER if any(f.stage == s for f in self.findings)]
+        fig.update_layout(
+            title=f"{self.source}: {self.label}",
+            xaxis_title="line number",
+            yaxis={"categoryorder": "array", "categoryarray": used[::-1] or list(STAGE_ORDER)},
+            height=260 + 30 * len(used),
+            margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        )
+        return fig
+
+    figure = timeline
+
+    def summary(self) -> str:
+        """One line for text output and logs."""
+        rc = self.root_cause
+        where = f" (line {rc.line}: {rc.text[:120]})" if rc else ""
+        extra = f" [{self.status}: {self.reason}]" if self.status != STATUS_OK else ""
+        return f"{self.source}: {self.label}{where}{extra}"
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        colour = {"healthy": "#1a7f37", "unknown": "#6e7781"}.get(self.label, "#cf222e")
+        head = (
+            f"<div><b>{esc(self.source)}</b> → <span style='color:{colour};font-weight:bold'>"
+            f"{esc(self.label)}</span> <small>({esc(self.status)}; {self.lines_scanned:,} lines, "
+            f"{self.bytes_scanned:,} bytes"
+            + (f", {esc(self.compression)}" if self.compression else "")
+            + (", truncated" if self.truncated else "")
+            + (f", {self.long_lines} long lines cut" if self.long_lines else "")
+            + (", non-UTF-8 bytes" if self.non_utf8 else "")
+            + ")</small></div>"
+        )
+        notes = "".join(f"<li>{esc(n)}</li>" for n in ([self.reason] if self.reason else []) + self.unread)
+        notes_html = f"<ul>{notes}</ul>" if notes else ""
+        advice = f"<p><b>Next:</b> {esc(self.advice)}</p>"
+        rows = []
+        rc = self.root_cause
+        for f in sorted(self.findings, key=lambda f: (-f.priority, f.line))[:50]:
+            mark = "★ " if f is rc else ""
+            rows.append(
+                "<tr>"
+                f"<td>{mark}{esc(f.label)}</td><td>{f.line}</td><td>{esc(f.stage)}</td>"
+                f"<td>{esc(f.severity)}</td><td><code>{esc(f.text[:200])}</code></td>"
+                "</tr>"
+            )
+        table = (
+            "<table><tr><th>label</th><th>line</th><th>stage</th><th>severity</th><th>text</th></tr>"
+            + "".join(rows)
+            + "</table>"
+            if rows
+            else "<p><i>no findings</i></p>"
+        )
+        return head + notes_html + advice + table
+
+
+@dataclass
+class LogDiagnoses(Record):
+    """Diagnoses of several logs (e.g. every container of a multi-GPU deployment)."""
+
+    SCHEMA: ClassVar[str] = "log_diagnoses"
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+    items: list[LogDiagnosis] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """Overall root cause: the strongest finding across all logs."""
+        best: tuple[int, str] | None = None
+        for d in self.items:
+            rc = d.root_cause
+            if rc is not None and (best is None or rc.priority > best[0]):
+                best = (rc.priority, rc.label)
+        if best is not None:
+            return best[1]
+        if self.items and all(d.label == "healthy" for d in self.items):
+            return "healthy"
+        return "unknown"
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> LogDiagnosis:
+        return self.items[i]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LogDiagnoses:
+        obj = super().from_dict(data)
+        obj.items = [d if isinstance(d, LogDiagnosis) else LogDiagnosis.from_dict(d) for d in obj.items]
+        return obj
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        rows = []
+        for d in self.items:
+            rc = d.root_cause
+            rows.append(
+                {
+                    "source": d.source,
+                    "label": d.label,
+                    "status": d.status,
+                    "line": rc.line if rc else None,
+                    "text": rc.text if rc else d.reason,
+                    "lines": d.lines_scanned,
+                    "bytes": d.bytes_scanned,
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def _repr_html_(self) -> str:
+        body = "".join(
+            "<tr>"
+            f"<td>{html.escape(d.source)}</td><td><b>{html.escape(d.label)}</b></td>"
+            f"<td>{html.escape(d.status)}</td>"
+            f"<td>{d.root_cause.line if d.root_cause else ''}</td>"
+            f"<td><code>{html.escape((d.root_cause.text if d.root_cause else d.reason)[:160])}</code></td>"
+            "</tr>"
+            for d in self.items
+        )
+        return (
+            f"<div>Overall: <b>{html.escape(self.label)}</b></div>"
+            "<table><tr><th>log</th><th>label</th><th>status</th><th>line</th><th>evidence</th></tr>"
+            + body
+            + "</table>"
+        )

@@ -1,0 +1,118 @@
+"""Score the classifier on a labelled corpus (JSON lines: id, label, log, context).
+
+Kept in the library (not only the script) so a test can hold the accuracy floor. Entries whose
+``context.signature_in_log`` is false lack the deciding line; they are scored separately,
+because no classifier can be right on them except by guessing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from .classify import diagnose_text
+from .signatures import LABELS
+
+DEV_CORPUS = Path("/work/shared/corpus/logs_dev.jsonl")
+
+
+def load_corpus(path: str | Path = DEV_CORPUS) -> list[dict[str, Any]]:
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}:{n}: not JSON: {exc}") from None
+    return rows
+
+
+def evaluate(path: str | Path = DEV_CORPUS, engine: str = "auto") -> dict[str, Any]:
+    """Accuracy, per-label precision/recall, confusion, healthy false alarms, misses."""
+    rows = load_corpus(path)
+    scored: list[dict[str, Any]] = []
+    for r in rows:
+        d = diagnose_text(r["log"], engine=engine)
+        rc = d.root_cause
+        scored.append(
+            {
+                "id": r["id"],
+                "expected": r["label"],
+                "secondary": r.get("secondary_labels") or [],
+                "predicted": d.label,
+                "signature_in_log": (r.get("context") or {}).get("signature_in_log", True) is not False,
+                "evidence": f"line {rc.line}: {rc.text[:140]}" if rc else d.reason,
+            }
+        )
+    main = [s for s in scored if s["signature_in_log"]]
+    special = [s for s in scored if not s["signature_in_log"]]
+    tp: Counter[str] = Counter()
+    fp: Counter[str] = Counter()
+    fn: Counter[str] = Counter()
+    confusion: dict[str, Counter[str]] = defaultdict(Counter)
+    for s in main:
+        confusion[s["expected"]][s["predicted"]] += 1
+        if s["expected"] == s["predicted"]:
+            tp[s["expected"]] += 1
+        else:
+            fp[s["predicted"]] += 1
+            fn[s["expected"]] += 1
+    per_label = {}
+    for lab in LABELS:
+        support = tp[lab] + fn[lab]
+        predicted = tp[lab] + fp[lab]
+        if support or predicted:
+            per_label[lab] = {
+                "support": support,
+                "precision": tp[lab] / predicted if predicted else None,
+                "recall": tp[lab] / support if support else None,
+            }
+    correct = sum(s["expected"] == s["predicted"] for s in main)
+    return {
+        "corpus": str(path),
+        "engine": engine,
+        "n": len(scored),
+        "n_main": len(main),
+        "accuracy": correct / len(main) if main else 0.0,
+        "accuracy_all": sum(s["expected"] == s["predicted"] for s in scored) / len(scored) if scored else 0.0,
+        "per_label": per_label,
+        "confusion": {k: dict(v) for k, v in confusion.items()},
+        "healthy_false_alarms": [s for s in main if s["expected"] == "healthy" and s["predicted"] != "healthy"],
+        "failures_called_healthy": [s for s in scored if s["expected"] != "healthy" and s["predicted"] == "healthy"],
+        "errors": [s for s in main if s["expected"] != s["predicted"]],
+        "special": special,
+    }
+
+
+def format_report(rep: dict[str, Any]) -> str:
+    """Plain-text report for the terminal."""
+    out = [
+        f"corpus: {rep['corpus']}  engine: {rep['engine']}",
+        f"accuracy (signature in log): {rep['accuracy']:.3f}  ({rep['n_main']} logs)",
+        f"accuracy (all {rep['n']} logs):   {rep['accuracy_all']:.3f}",
+        "",
+        f"{'label':30} {'n':>3} {'precision':>9} {'recall':>7}",
+    ]
+    for lab, m in rep["per_label"].items():
+        p = "-" if m["precision"] is None else f"{m['precision']:.2f}"
+        r = "-" if m["recall"] is None else f"{m['recall']:.2f}"
+        out.append(f"{lab:30} {m['support']:>3} {p:>9} {r:>7}")
+    out += ["", "confusion (expected -> predicted, off-diagonal only):"]
+    off = [(e, p, n) for e, row in rep["confusion"].items() for p, n in row.items() if e != p]
+    out += [f"  {e:28} -> {p:28} {n}" for e, p, n in sorted(off)] or ["  (none)"]
+    out += ["", f"healthy logs called a failure: {len(rep['healthy_false_alarms'])}"]
+    out += [f"  {s['id']}: {s['predicted']} ({s['evidence']})" for s in rep["healthy_false_alarms"]]
+    out += [f"failures called healthy: {len(rep['failures_called_healthy'])}"]
+    out += [f"  {s['id']}: expected {s['expected']}" for s in rep["failures_called_healthy"]]
+    out += ["", "misclassified (signature in log):"]
+    out += [f"  {s['id']}: expected {s['expected']}, got {s['predicted']} ({s['evidence']})" for s in rep["errors"]]
+    out += ["", "deciding line missing (signature_in_log: false), scored separately:"]
+    out += [
+        f"  {s['id']}: expected {s['expected']}, got {s['predicted']}"
+        + (" (ok)" if s["expected"] == s["predicted"] else "")
+        for s in rep["special"]
+    ]
+    return "\n".join(out)

@@ -1,0 +1,197 @@
+"""Signature data: valid, RE2/grep/re compatible, and each label recognised from real wording."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from vllm_runbooks.logs import LABELS, SignatureError, diagnose_text, load_signatures
+from vllm_runbooks.logs.signatures import check_pattern, parse_signatures
+
+SIGS = load_signatures()
+
+# Fixed wording from NVIDIA / PyTorch / vLLM / NCCL sources (see each signature's `source`),
+# embedded in realistic prefixes. One or more per label.
+CASES: list[tuple[str, str]] = [
+    (
+        "driver_too_old",
+        "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 12040).",
+    ),
+    ("driver_too_old", "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version"),
+    ("driver_too_old", "cudaGetDeviceCount returned 35 -> cudaErrorInsufficientDriver"),
+    (
+        "driver_too_old",
+        "ImportError: /usr/local/lib/python3.12/site-packages/vllm/_C.abi3.so: undefined symbol: cuTensorMapEncodeTiled",  # noqa: E501
+    ),
+    (
+        "driver_too_old",
+        "torch.AcceleratorError: CUDA error: the provided PTX was compiled with an unsupported toolchain.",
+    ),
+    (
+        "forward_compat_unsupported",
+        "RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 804: forward compatibility was attempted on non supported HW",  # noqa: E501
+    ),
+    ("forward_compat_unsupported", "cuInit failed: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"),
+    ("forward_compat_unsupported", "Error 803: system has unsupported display driver / cuda driver combination"),
+    (
+        "container_toolkit_requirement",
+        "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=13.0, please update your driver to a newer version, or use an earlier cuda container: unknown",  # noqa: E501
+    ),
+    (
+        "container_toolkit_requirement",
+        'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
+    ),
+    ("libcuda_missing", "OSError: libcuda.so.1: cannot open shared object file: No such file or directory"),
+    ("libcuda_missing", "/usr/bin/ld: cannot find -lcuda: No such file or directory"),
+    ("no_gpu_visible", "RuntimeError: No CUDA GPUs are available"),
+    ("no_gpu_visible", "RuntimeError: CUDA error: no CUDA-capable device is detected"),
+    ("nvml_mismatch", "Failed to initialize NVML: Driver/library version mismatch"),
+    (
+        "nvml_mismatch",
+        "NVRM: API mismatch: the client has the version 580.65.06, but this kernel module has the version 575.57.08.",
+    ),
+    ("arch_unsupported", "RuntimeError: CUDA error: no kernel image is available for execution on the device"),
+    (
+        "arch_unsupported",
+        "NVIDIA B200 with CUDA capability sm_100 is not compatible with the current PyTorch installation.",
+    ),
+    (
+        "oom_runtime",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB",  # noqa: E501
+    ),
+    (
+        "oom_weights",
+        "RuntimeError: unable to mmap 16933256392 bytes from file <model.safetensors>: Cannot allocate memory (12)",
+    ),
+    (
+        "kv_cache_insufficient",
+        "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",  # noqa: E501
+    ),
+    (
+        "kv_cache_insufficient",
+        "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (43008).",  # noqa: E501
+    ),
+    (
+        "kv_cache_insufficient",
+        "ValueError: To serve at least one request with the models's max seq len (262144), (24.0 GiB KV cache is needed, which is larger than the available KV cache memory (3.18 GiB).",  # noqa: E501
+    ),
+    (
+        "nccl_error",
+        "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, unhandled system error",  # noqa: E501
+    ),
+    (
+        "nccl_error",
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE) ran for 600059 milliseconds",  # noqa: E501
+    ),
+    (
+        "shm_insufficient",
+        "host:1:1 [0] misc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-abc to 9637892 bytes",
+    ),
+    ("shm_insufficient", "Fatal Python error: Bus error"),
+    ("shm_insufficient", "shm              64M   20M   45M  31% /dev/shm"),
+    ("abi_or_wheel_mismatch", "ImportError: /opt/vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"),
+    (
+        "abi_or_wheel_mismatch",
+        "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory",
+    ),
+    (
+        "tool_call_parse_error",
+        "ERROR 07-24 10:16:06 [hermes_tool_parser.py:370] Error trying to handle streaming tool call.",
+    ),
+    (
+        "tool_call_parse_error",
+        '{"message":"\\"auto\\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"}',
+    ),
+    ("other_config_error", "vllm: error: unrecognized arguments: --foo"),
+    (
+        "other_config_error",
+        "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (6).",
+    ),
+    (
+        "unrecognized_error",
+        'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nZeroDivisionError: division by zero',
+    ),
+    ("healthy", "INFO 01-06 23:26:32 [api_server.py:1020] Starting vLLM API server 0 on http://0.0.0.0:8000"),
+]
+
+
+@pytest.mark.parametrize(("label", "text"), CASES, ids=[f"{lab}-{i}" for i, (lab, _) in enumerate(CASES)])
+def test_label_from_fixed_wording(label: str, text: str) -> None:
+    d = diagnose_text(text + "\n")
+    assert d.label == label, d.summary()
+    if label != "healthy":
+        rc = d.root_cause
+        assert rc is not None and rc.line >= 1 and rc.advice and rc.match
+
+
+def test_every_label_has_a_case_and_a_signature() -> None:
+    covered = {lab for lab, _ in CASES}
+    assert covered == set(LABELS)
+    assert {s.label for s in SIGS.signatures} == set(LABELS)
+
+
+def test_signatures_carry_sources_and_known_stages() -> None:
+    for s in SIGS.signatures:
+        assert s.source.startswith("https://"), s.id
+        assert s.stage in SIGS.stages
+        assert s.advice
+
+
+def test_bad_patterns_rejected() -> None:
+    for bad in [r"(a)\1", r"foo(?=bar)", r"(?i)cuda", r"\d+", r"^ERROR", r"error$", r"(unclosed"]:
+        with pytest.raises(SignatureError):
+            check_pattern(bad)
+    check_pattern(r'[^"]* \[x\] \$5')
+
+
+def test_unknown_label_in_data_rejected() -> None:
+    data = yaml.safe_load("""
+stages: {cuda_init: x}
+signatures:
+  - {id: a, label: not_a_label, stage: cuda_init, severity: error, priority: 1, patterns: [x], advice: y}
+""")
+    with pytest.raises(SignatureError, match="not_a_label"):
+        parse_signatures(data)
+
+
+def test_adding_a_signature_needs_no_code(tmp_path) -> None:
+    import vllm_runbooks.logs.signatures as mod
+
+    text = mod.resources.files("vllm_runbooks").joinpath("data/log_signatures.yaml").read_text()
+    extra = """
+  - id: site_specific_gpu_fell_off
+    label: no_gpu_visible
+    stage: cuda_init
+    severity: critical
+    priority: 88
+    patterns: ['GPU has fallen off the bus']
+    advice: Drain the node and open a hardware ticket.
+    source: https://docs.nvidia.com/deploy/xid-errors/index.html
+"""
+    p = tmp_path / "sigs.yaml"
+    p.write_text(text.rstrip() + "\n" + extra)
+    custom = load_signatures(p)
+    line = "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n"
+    assert diagnose_text(line, signatures=custom).label == "no_gpu_visible"
+    assert diagnose_text(line).label != "no_gpu_visible"
+
+
+@pytest.mark.skipif(shutil.which("grep") is None, reason="grep not installed")
+def test_grep_accepts_every_pattern(tmp_path) -> None:
+    pats = tmp_path / "p.txt"
+    pats.write_text("\n".join(SIGS.all_patterns()) + "\n")
+    sample = tmp_path / "s.log"
+    sample.write_text("".join(t + "\n" for _, t in CASES))
+    r = subprocess.run(
+        ["grep", "-E", "-c", "-f", str(pats), str(sample)],
+        capture_output=True,
+        text=True,
+        env={"LC_ALL": "C"},
+        check=False,
+    )
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    # every line of every case (all are evidence lines) must be a grep hit too: same patterns, same verdicts
+    assert int(r.stdout) == sum(t.count("\n") + 1 for _, t in CASES)
