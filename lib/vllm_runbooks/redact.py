@@ -63,6 +63,8 @@ _SECRET_PARTS = frozenset(
         "HFTOKEN",
     }
 )
+# A last part that makes the name a reference to a secret (a variable name, a file), not one.
+_REFERENCE_SUFFIXES = frozenset({"ENV", "VAR", "VARIABLE", "NAME", "FILE", "PATH", "DIR"})
 # Names that contain a secret-looking part but are well-known non-secrets.
 _NOT_SECRET = frozenset(
     {
@@ -85,6 +87,8 @@ def is_secret_name(name: str) -> bool:
     if upper.startswith("AWS_"):
         return True
     parts = [p for p in upper.split("_") if p]
+    if len(parts) > 1 and parts[-1] in _REFERENCE_SUFFIXES:
+        return False  # API_KEY_ENV, HF_TOKEN_PATH: the name of where a secret lives, not the secret
     return any(p in _SECRET_PARTS for p in parts) or upper.endswith(("APIKEY", "_TOKEN"))
 
 

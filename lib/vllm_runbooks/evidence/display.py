@@ -1,0 +1,307 @@
+"""How evidence shows itself in a notebook: small HTML tables and plotly figures.
+
+Everything here reads an ``Evidence`` and returns something Jupyter renders (an object with
+``_repr_html_``, a pandas DataFrame or a plotly Figure); nothing here collects or decides.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from .model import Evidence
+
+PRE = '<pre style="margin:0;white-space:pre-wrap;max-height:20em;overflow:auto">'
+STATUS_COLOUR = {"ok": "#1a7f37", "partial": "#9a6700", "unavailable": "#cf222e"}
+
+SECTIONS: dict[str, tuple[str, str, list[str] | None]] = {
+    # name: (title, item, keys to show or None for all)
+    "host": ("Host", "host", ["os", "kernel", "hostname", "machine", "cpus", "memory_bytes", "uptime_s"]),
+    "driver": (
+        "Driver and CUDA",
+        "nvidia",
+        [
+            "driver_version",
+            "driver_branch",
+            "cuda_driver_version",
+            "cuda_driver_version_int",
+            "kernel_module_version",
+            "kernel_module",
+            "source",
+        ],
+    ),
+    "container_runtime": ("Container runtime and toolkit", "container_runtime", None),
+    "image": (
+        "Image",
+        "image",
+        [
+            "ref",
+            "digest",
+            "cuda_version",
+            "nvidia_require_cuda",
+            "nv_cuda_compat_package",
+            "nvidia_disable_require",
+            "vllm_env",
+            "entrypoint",
+            "cmd",
+            "labels",
+            "env",
+        ],
+    ),
+    "container": (
+        "Container",
+        "container",
+        [
+            "name",
+            "image",
+            "state",
+            "exit_code",
+            "oom_killed",
+            "error",
+            "entrypoint",
+            "command",
+            "shm_size_bytes",
+            "ipc_mode",
+            "runtime",
+            "device_requests",
+            "restart_count",
+            "env",
+        ],
+    ),
+    "vllm": ("vLLM", "vllm", None),
+    "launch": (
+        "Launch command and environment",
+        "launch",
+        ["origin", "command", "flags", "env_origin", "env"],
+    ),
+    "interconnect": ("Interconnect", "interconnect", None),
+    "cuda_probe": ("In-image CUDA probe", "cuda_probe", None),
+}
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return '<span style="color:#888">unknown</span>'
+    if isinstance(v, dict | list):
+        if not v:
+            return '<span style="color:#888">none</span>'
+        text = json.dumps(v, indent=1, ensure_ascii=False)
+        return f"{PRE}{html.escape(text)}</pre>"
+    s = str(v)
+    if "\n" in s or len(s) > 160:
+        return f"{PRE}{html.escape(s)}</pre>"
+    return html.escape(s)
+
+
+class FigureView:
+    """A plotly figure that shows itself in JupyterLab (plotly JSON) and in the offline HTML copy.
+
+    plotly.js is inlined once per kernel, shared with ``vllm_runbooks.display.show_figure``.
+    ``.figure`` is the plain ``plotly.graph_objects.Figure``.
+    """
+
+    def __init__(self, figure: go.Figure) -> None:
+        self.figure = figure
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from .. import display as shared
+
+        first = not getattr(shared, "_PLOTLYJS_EMITTED", False)
+        body = self.figure.to_html(full_html=False, include_plotlyjs=first, config={"displaylogo": False})
+        shared._PLOTLYJS_EMITTED = True  # one plotly.js per kernel, whichever helper emits it
+        return {"application/vnd.plotly.v1+json": json.loads(self.figure.to_json()), "text/html": body}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.figure, name)
+
+
+def _badge(status: str) -> str:
+    c = STATUS_COLOUR.get(status, "#555")
+    style = f"color:white;background:{c};padding:1px 6px;border-radius:3px"
+    return f'<span style="{style}">{html.escape(status)}</span>'
+
+
+@dataclass
+class Section:
+    """One collector's result as a titled key/value table."""
+
+    title: str
+    status: str
+    reason: str | None
+    value: dict[str, Any]
+    keys: list[str] | None = None
+
+    def _repr_html_(self) -> str:
+        keys = self.keys or list(self.value)
+        rows = "".join(
+            f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(k)}</th>"
+            f"<td style='text-align:left'>{_fmt(self.value.get(k))}</td></tr>"
+            for k in keys
+        )
+        why = f"<p><b>Why:</b> {html.escape(self.reason)}</p>" if self.reason else ""
+        return f"<h4>{html.escape(self.title)} {_badge(self.status)}</h4>{why}<table>{rows}</table>"
+
+    def __repr__(self) -> str:
+        return f"{self.title} [{self.status}] {self.reason or ''}\n" + "\n".join(
+            f"  {k}: {self.value.get(k)!r}" for k in (self.keys or list(self.value))
+        )
+
+
+def section(ev: Evidence, name: str) -> Section:
+    title, item, keys = SECTIONS.get(name, (name, name, None))
+    it = ev.items.get(item)
+    if it is None:
+        return Section(title, "unavailable", "not collected", {}, keys)
+    return Section(title, it.status, it.reason, it.value, keys)
+
+
+def evidence_html(ev: Evidence) -> str:
+    h = ev.headline()
+    rows = "".join(
+        f"<tr><td>{html.escape(k)}</td><td>{_badge(v.status)}</td><td style='text-align:left'>"
+        f"{html.escape(v.reason or '')}</td><td>{v.duration_s:.2f}s</td></tr>"
+        for k, v in ev.items.items()
+    )
+    figs = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{_fmt(v)}</td></tr>" for k, v in h["figures"].items()
+    )
+    return (
+        f"<h3>Evidence: {_badge(h['verdict'])}</h3><p>source <code>{html.escape(ev.source)}</code>, "
+        f"collected {html.escape(ev.collected_at)}, written to <code>{html.escape(ev.evidence_dir or '')}"
+        f"</code></p><table>{figs}</table><table><tr><th>collector</th><th>status</th><th>reason</th>"
+        f"<th>time</th></tr>{rows}</table>"
+    )
+
+
+def gpu_table(ev: Evidence) -> pd.DataFrame:
+    import pandas as pd
+
+    cols = [
+        "index",
+        "name",
+        "pci_bus_id",
+        "compute_capability",
+        "brand",
+        "brand_class",
+        "architecture",
+        "memory_total_mib",
+        "memory_used_mib",
+        "persistence_mode",
+        "mig_mode",
+        "ecc_errors_uncorrected",
+        "nvlink_active_links",
+    ]
+    gpus = ev.get("nvidia", "gpus") or []
+    df = pd.DataFrame([{c: g.get(c) for c in cols} for g in gpus], columns=cols)
+    return df.set_index("index") if len(df) else df
+
+
+def memory_figure(ev: Evidence) -> FigureView:
+    import plotly.graph_objects as go
+
+    gpus = ev.get("nvidia", "gpus") or []
+    labels = [f"GPU{g.get('index')}" for g in gpus]
+    used = [(g.get("memory_used_mib") or 0) / 1024 for g in gpus]
+    free = [max(0.0, ((g.get("memory_total_mib") or 0) - (g.get("memory_used_mib") or 0)) / 1024) for g in gpus]
+    fig = go.Figure(
+        [
+            go.Bar(name="used GiB", x=labels, y=used, marker_color="#cf222e"),
+            go.Bar(name="free GiB", x=labels, y=free, marker_color="#8c959f"),
+        ]
+    )
+    title = "GPU memory per device" if gpus else "GPU memory per device: no GPUs established"
+    fig.update_layout(barmode="stack", title=title, yaxis_title="GiB", height=360)
+    return FigureView(fig)
+
+
+def _topo_score(label: str) -> float:
+    if label == "X":
+        return 0
+    if label.startswith("NV"):
+        try:
+            return 5 + min(int(label[2:]), 18) / 18 * 2
+        except ValueError:
+            return 5
+    return {"PIX": 4, "PXB": 3, "PHB": 2, "NODE": 1.5, "SYS": 1}.get(label, 0.5)
+
+
+def topology_figure(ev: Evidence) -> FigureView:
+    import plotly.graph_objects as go
+
+    topo = ev.get("nvidia", "topology") or {}
+    names = topo.get("gpus") or []
+    matrix = topo.get("matrix") or []
+    fig = go.Figure()
+    if names and matrix:
+        z = [[_topo_score(c) for c in row] for row in matrix]
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                x=names,
+                y=names,
+                text=matrix,
+                texttemplate="%{text}",
+                colorscale="Greens",
+                showscale=False,
+                hovertemplate="%{y}→%{x}: %{text}",
+            )
+        )
+        fig.update_yaxes(autorange="reversed")
+        fig.update_layout(title=f"GPU-to-GPU topology ({topo.get('source', '')})", height=420)
+    else:
+        fig.update_layout(title="GPU-to-GPU topology: not established", height=200)
+    return FigureView(fig)
+
+
+@dataclass
+class LogsView:
+    files: list[dict[str, Any]]
+    status: str
+    reason: str | None
+
+    def _repr_html_(self) -> str:
+        if not self.files:
+            return f"<h4>Logs {_badge(self.status)}</h4><p>{html.escape(self.reason or 'no logs')}</p>"
+        parts = [f"<h4>Logs {_badge(self.status)}</h4>"]
+        if self.reason:
+            parts.append(f"<p><b>Note:</b> {html.escape(self.reason)}</p>")
+        for f in self.files:
+            errs = "".join(
+                f"<tr><td>{e['line']}</td><td style='text-align:left'><code>{html.escape(e['text'])}</code></td></tr>"
+                for e in f.get("first_errors") or []
+            )
+            trunc = " (head and tail stored)" if f.get("truncated") else ""
+            parts.append(
+                f"<p><b>{html.escape(f['name'])}</b>: {f['lines']} lines, {f['bytes']} bytes, stored as "
+                f"<code>{html.escape(f['stored_as'])}</code>{trunc}</p>"
+                + (
+                    f"<table><tr><th>line</th><th>first error lines</th></tr>{errs}</table>"
+                    if errs
+                    else "<p>no error lines</p>"
+                )
+            )
+        return "".join(parts)
+
+
+def logs_view(ev: Evidence) -> LogsView:
+    it = ev.items.get("logs")
+    return LogsView(
+        (it.value.get("files") if it else None) or [],
+        it.status if it else "unavailable",
+        it.reason if it else "not collected",
+    )
+
+
+def unavailable_table(ev: Evidence) -> pd.DataFrame:
+    import pandas as pd
+
+    rows = [
+        {"collector": k, "status": v.status, "reason": v.reason or ""} for k, v in ev.items.items() if v.status != "ok"
+    ]
+    return pd.DataFrame(rows, columns=["collector", "status", "reason"])

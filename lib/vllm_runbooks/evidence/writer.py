@@ -1,0 +1,173 @@
+"""Collect evidence into ``<run_dir>/evidence/`` and read it back.
+
+Layout::
+
+    evidence/
+      evidence.json     the record (docs/EVIDENCE_SCHEMA.md), with a sha256 manifest of raw/
+      raw/...           redacted raw artefacts, named as in docs/BUNDLE.md; logs under raw/logs/
+      SHA256SUMS        ``sha256sum -c`` compatible, covering evidence.json and raw/
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import secrets
+from pathlib import Path
+from typing import Any
+
+from .. import redact
+from ..probe import DEFAULT_TIMEOUT_S, Options
+from ..records import utc_now
+from .collectors import Context, run_collectors
+from .model import Evidence, Item
+from .sources import BundleSource, LocalSource, Source
+
+
+def repo_root(start: Path | None = None) -> Path:
+    """The checkout root (has pyproject.toml); papermill runs from runbooks/."""
+    here = (start or Path.cwd()).resolve()
+    for p in (here, *here.parents):
+        if (p / "pyproject.toml").is_file() and (p / "lib" / "vllm_runbooks").is_dir():
+            return p
+    return here
+
+
+def resolve_run_dir(run_dir: str | Path | None) -> Path:
+    """The given run dir, or a new ``runs/<timestamp>-interactive-<id>`` (never an existing one)."""
+    if run_dir:
+        return Path(run_dir)
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    while True:
+        p = repo_root() / "runs" / f"{stamp}-interactive-{secrets.token_hex(3)}"
+        if not p.exists():
+            return p
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def open_source(source: str | Path, opts: Options) -> Source:
+    """``local`` or a bundle path; a relative path is tried from the cwd, then the checkout root."""
+    if str(source) == "local":
+        return LocalSource(opts)
+    p = Path(source)
+    if not p.exists() and not p.is_absolute() and (repo_root() / p).exists():
+        p = repo_root() / p
+    return BundleSource(p)
+
+
+def collect_evidence(
+    source: str | Path = "local",
+    run_dir: str | Path | None = None,
+    image: str | None = None,
+    container: str | None = None,
+    log_paths: list[str] | str | None = None,
+    launch_command: str | list[str] | None = None,
+    endpoint: str | None = None,
+    probe_image: bool = False,
+    collector_timeout_s: float = 60.0,
+    pid: int | None = None,
+    only: list[str] | None = None,
+) -> Evidence:
+    """Run every registered collector against ``source`` and write ``<run_dir>/evidence/``.
+
+    ``source`` is ``"local"`` or a bundle directory / ``.tar.gz``. Never raises for a missing
+    tool or bad input: each gap is an ``unavailable`` item with its reason. Refuses to write
+    into an evidence directory that already has content (runs are immutable).
+    """
+    rd = resolve_run_dir(run_dir)
+    out = rd / "evidence"
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} already holds evidence; a run never overwrites another")
+    out.mkdir(parents=True, exist_ok=True)
+    if isinstance(log_paths, str):
+        log_paths = [log_paths] if log_paths else []
+    if isinstance(launch_command, list):
+        import shlex
+
+        launch_command = shlex.join(str(a) for a in launch_command)
+    opts = Options(
+        image=image or None,
+        container=container or None,
+        log_paths=list(log_paths or []),
+        launch_command=launch_command or None,
+        pid=pid,
+        endpoint=endpoint or None,
+        probe_image=bool(probe_image),
+        timeout_s=min(DEFAULT_TIMEOUT_S, max(1.0, float(collector_timeout_s) / 2)),
+    )
+    label = "local" if str(source) == "local" else redact.redact_text(str(source))
+    items: dict[str, Item] = {}
+    findings: list[str] = []
+    try:
+        src = open_source(source, opts)
+    except (OSError, ValueError) as e:
+        items["source"] = Item.unavailable(f"cannot open source: {redact.redact_text(str(e))}")
+        return _finish(Evidence(source=label, collected_at=utc_now(), items=items), out)
+    try:
+        ctx = Context(
+            src,
+            opts,
+            out,
+            float(collector_timeout_s),
+            launch_command=redact.redact_text(launch_command) if launch_command else None,
+            endpoint=redact.redact_text(endpoint) if endpoint else None,
+        )
+        items = run_collectors(ctx, only)
+        findings = src.findings()
+        meta = getattr(src, "meta", None)
+        if meta:
+            ctx.keep("probe.json", (json.dumps(redact.redact_obj(meta), indent=2) + "\n").encode())
+    finally:
+        src.close()
+    if findings:
+        items["source"] = Item.partial({"findings": findings}, f"{len(findings)} bundle entries ignored")
+    ev = Evidence(source=label, collected_at=utc_now(), items=items)
+    return _finish(ev, out)
+
+
+def _finish(ev: Evidence, out: Path) -> Evidence:
+    """Redact once more (idempotent), hash raw/, write evidence.json and SHA256SUMS."""
+    for it in ev.items.values():
+        it.value = redact.redact_obj(it.value)
+        it.reason = redact.redact_text(it.reason) if it.reason else it.reason
+    ev.artefacts = {
+        p.relative_to(out).as_posix(): sha256_file(p)
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name not in {"evidence.json", "SHA256SUMS"}
+    }
+    ev.evidence_dir = str(out)
+    (out / "evidence.json").write_text(ev.to_json() + "\n", encoding="utf-8")
+    sums = dict(ev.artefacts)
+    sums["evidence.json"] = sha256_file(out / "evidence.json")
+    (out / "SHA256SUMS").write_text("".join(f"{h}  {p}\n" for p, h in sorted(sums.items())), encoding="utf-8")
+    return ev
+
+
+def load_evidence(path: str | Path, verify: bool = True) -> Evidence:
+    """Read ``evidence.json`` (or a run dir / evidence dir holding it); check the manifest.
+
+    With ``verify`` a changed or missing raw artefact raises ``ValueError`` naming it.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "evidence.json" if (p / "evidence.json").is_file() else p / "evidence" / "evidence.json"
+    data: dict[str, Any] = json.loads(p.read_text(encoding="utf-8"))
+    if data.get("schema") != Evidence.SCHEMA:
+        raise ValueError(f"{p} is not an evidence file (schema={data.get('schema')!r})")
+    ev = Evidence.from_dict(data)
+    ev.evidence_dir = str(p.parent)
+    if verify:
+        bad = [
+            rel for rel, h in ev.artefacts.items() if not (p.parent / rel).is_file() or sha256_file(p.parent / rel) != h
+        ]
+        if bad:
+            raise ValueError(f"evidence artefacts missing or changed since capture: {', '.join(bad)}")
+    return ev

@@ -1,0 +1,613 @@
+#!/usr/bin/env python3
+"""Evidence probe: freeze the raw facts of a GPU node into a bundle directory.
+
+Standard library only, because it must run on a broken node where nothing can be installed:
+
+    vllm-runbooks probe --write-script probe_node.py     # on a machine with vllm-runbooks
+    scp probe_node.py node:/tmp/ && ssh node python3 /tmp/probe_node.py --out /tmp/bundle
+
+The written script inlines ``redact.py``, so redaction runs before any byte is written. A plain
+copy of this file also works when ``redact.py`` sits next to it; with neither it refuses to run
+rather than write unredacted secrets.
+
+The same capture table serves ``source=local`` in runbook 01 (``capture()``), so a bundle and a
+local run are read by the same parsers. File names are documented in docs/BUNDLE.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+PROBE_VERSION = 1
+
+
+# --- redaction (inlined by --write-script; see _load_redact) --------------------------------
+# BEGIN-REDACT-LOADER
+def _load_redact() -> Any:
+    """Import the one redaction module: package first, then a sibling ``redact.py``."""
+    try:
+        from vllm_runbooks import redact as mod  # type: ignore[import-not-found]
+
+        return mod
+    except ImportError:
+        pass
+    here = Path(__file__).resolve().parent / "redact.py"
+    if here.is_file():
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("_vllm_runbooks_redact", here)
+        if spec and spec.loader:
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            return mod
+    return None
+
+
+_redact = _load_redact()
+# END-REDACT-LOADER
+
+DEFAULT_TIMEOUT_S = 20.0
+MAX_CAPTURE_BYTES = 16 * 1024 * 1024  # one command's stdout kept in memory
+LOG_CAP_BYTES = 8 * 1024 * 1024  # stored per log: head + tail halves
+FIRST_ERRORS = 20
+
+ERROR_LINE = re.compile(
+    r"(?:\bERROR\b|\bCRITICAL\b|\bFATAL\b|Traceback \(most recent call last\)|\w+Error:|"
+    r"\w+Exception:|CUDA error|NCCL error|\bfailed\b|out of memory|Segmentation fault|core dumped|"
+    r"driver on your system is too old|CUDA initialization: |insufficient for CUDA)",
+    re.I,
+)
+
+INTERESTING_ENV = re.compile(
+    r"^(NCCL_|GLOO_|UCX_|VLLM_|CUDA_|NVIDIA_|NV_|HF_|HUGGING_FACE|TORCH|PYTORCH_|OMP_|"
+    r"LD_LIBRARY_PATH$|TRANSFORMERS_|TP_SOCKET|MASTER_|RANK$|WORLD_SIZE$|LOCAL_RANK$)"
+)
+
+CUDA_PROBE_SCRIPT = (
+    "import ctypes,sys\n"
+    "try:\n"
+    "    lib=ctypes.CDLL('libcuda.so.1')\n"
+    "    r=lib.cuInit(0); v=ctypes.c_int(0); lib.cuDriverGetVersion(ctypes.byref(v))\n"
+    "    print('cuInit', r, 'cuDriverGetVersion', v.value)\n"
+    "except OSError as e:\n"
+    "    print('libcuda load failed:', e)\n"
+    "try:\n"
+    "    import torch\n"
+    "    print('torch', torch.__version__, 'cuda', torch.version.cuda)\n"
+    "    print('is_available', torch.cuda.is_available()); torch.zeros(1).cuda(); print('CUDA_OK')\n"
+    "except Exception as e:\n"
+    "    print(type(e).__name__+':', e); sys.exit(3)\n"
+)
+
+
+@dataclass
+class Captured:
+    """One raw artefact (already redacted) or the reason it could not be captured."""
+
+    name: str
+    status: str  # "ok" | "partial" | "unavailable"
+    data: bytes | None = None
+    reason: str | None = None
+    argv: list[str] = field(default_factory=list)
+    rc: int | None = None
+    duration_s: float = 0.0
+
+    def meta(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("data")
+        d["bytes"] = len(self.data) if self.data is not None else None
+        return d
+
+
+@dataclass
+class Options:
+    """What to capture; mirrors the runbook parameters that reach the node."""
+
+    image: str | None = None
+    container: str | None = None
+    log_paths: list[str] = field(default_factory=list)
+    launch_command: str | None = None
+    pid: int | None = None
+    endpoint: str | None = None
+    probe_image: bool = False
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    python: str = sys.executable or "python3"
+
+
+# --- bounded primitives ---------------------------------------------------------------------
+def run(argv: list[str], timeout_s: float, stdout_path: Path | None = None) -> Captured:
+    """Run a command with a hard timeout (whole process group killed) and an output cap."""
+    name = argv[0]
+    t0 = time.monotonic()
+    if shutil.which(name) is None:
+        return Captured(name, "unavailable", reason=f"{name} not found on PATH", argv=argv)
+    out_f = open(stdout_path, "wb") if stdout_path else None  # noqa: SIM115
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out_f or subprocess.PIPE,
+            stderr=subprocess.STDOUT if out_f else subprocess.PIPE,
+            start_new_session=True,
+        )
+    except PermissionError as e:
+        return Captured(name, "unavailable", reason=f"permission denied running {name}: {e}", argv=argv)
+    except OSError as e:
+        return Captured(name, "unavailable", reason=f"could not run {name}: {e}", argv=argv)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.communicate()
+        return Captured(
+            name,
+            "unavailable",
+            reason=f"{shlex.join(argv)} timed out after {timeout_s:g}s",
+            argv=argv,
+            duration_s=time.monotonic() - t0,
+        )
+    finally:
+        if out_f:
+            out_f.close()
+    dt = time.monotonic() - t0
+    out = out or b""
+    err_text = (err or b"").decode("utf-8", "replace").strip()
+    if len(out) > MAX_CAPTURE_BYTES:
+        out = out[:MAX_CAPTURE_BYTES] + b"\n[vllm-runbooks: output truncated]\n"
+    if proc.returncode != 0:
+        reason = f"{shlex.join(argv)} exited {proc.returncode}"
+        if err_text or out.strip():
+            reason += ": " + (err_text or out.decode("utf-8", "replace")).strip().splitlines()[-1][:300]
+        status = "partial" if out.strip() else "unavailable"
+        return Captured(
+            name,
+            status,
+            data=out or None,
+            reason=_redact_str(reason),
+            argv=argv,
+            rc=proc.returncode,
+            duration_s=dt,
+        )
+    return Captured(
+        name,
+        "ok",
+        data=out,
+        argv=argv,
+        rc=0,
+        duration_s=dt,
+        reason=_redact_str(err_text[:300]) if err_text else None,
+    )
+
+
+def read_path(path: str | Path, max_bytes: int = MAX_CAPTURE_BYTES) -> Captured:
+    """Read a small system file; missing file and permission problems become reasons."""
+    p = Path(path)
+    t0 = time.monotonic()
+    try:
+        with open(p, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except FileNotFoundError:
+        return Captured(str(p), "unavailable", reason=f"{p} does not exist")
+    except PermissionError:
+        return Captured(str(p), "unavailable", reason=f"permission denied reading {p}")
+    except OSError as e:
+        return Captured(str(p), "unavailable", reason=f"could not read {p}: {e}")
+    if len(data) > max_bytes:
+        data = data[:max_bytes]
+    return Captured(str(p), "ok", data=data, duration_s=time.monotonic() - t0)
+
+
+def _redact_str(text: str) -> str:
+    return _redact.redact_text(text) if _redact else text
+
+
+def redact_bytes(name: str, data: bytes) -> bytes:
+    """Redact one artefact by its kind: JSON structurally, everything else as text."""
+    text = data.decode("utf-8", "replace")
+    if name.endswith(".json"):
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            return _redact.redact_text(text).encode()
+        return (json.dumps(_redact.redact_obj(obj), indent=4, ensure_ascii=False) + "\n").encode()
+    if name in {"env.txt", "environ"} or name.endswith(".env"):
+        sep = "\0" if "\0" in text else "\n"
+        lines = []
+        for line in text.split(sep):
+            k, eq, v = line.partition("=")
+            lines.append(f"{k}={_redact.redact_env({k: v})[k]}" if eq else _redact.redact_text(line))
+        return "\n".join(lines).encode()
+    return _redact.redact_text(text).encode()
+
+
+# --- the capture table ----------------------------------------------------------------------
+NVIDIA_QUERY = (
+    "index,name,pci.bus_id,driver_version,compute_cap,memory.total,memory.used,uuid,persistence_mode,mig.mode.current"
+)
+
+FILES: dict[str, str] = {
+    "os-release": "/etc/os-release",
+    "proc-meminfo.txt": "/proc/meminfo",
+    "proc-uptime.txt": "/proc/uptime",
+    "proc-driver-nvidia-version.txt": "/proc/driver/nvidia/version",
+    "nvidia-container-toolkit-config.toml": "/etc/nvidia-container-runtime/config.toml",
+}
+
+COMMANDS: dict[str, list[str]] = {
+    "uname.txt": ["uname", "-a"],
+    "nproc.txt": ["nproc"],
+    "nvidia-smi-q.xml": ["nvidia-smi", "-q", "-x"],
+    "nvidia-smi.txt": ["nvidia-smi"],
+    "nvidia-smi-query.csv": ["nvidia-smi", f"--query-gpu={NVIDIA_QUERY}", "--format=csv"],
+    "nvidia-smi-topo.txt": ["nvidia-smi", "topo", "-m"],
+    "nvidia-smi-nvlink.txt": ["nvidia-smi", "nvlink", "-s"],
+    "docker-version.json": ["docker", "version", "--format", "{{json .}}"],
+    "docker-info.json": ["docker", "info", "--format", "{{json .}}"],
+    "nvidia-ctk-version.txt": ["nvidia-ctk", "--version"],
+    "nvidia-container-cli-version.txt": ["nvidia-container-cli", "--version"],
+    "shm.txt": ["df", "-k", "/dev/shm"],
+}
+
+# Everything a bundle may hold (besides logs/); docs/BUNDLE.md explains each.
+BUNDLE_FILES: tuple[str, ...] = (
+    *FILES,
+    *COMMANDS,
+    "image-inspect.json",
+    "container-inspect.json",
+    "container-logs.txt",
+    "collect_env.txt",
+    "env.txt",
+    "launch-command.txt",
+    "vllm-version.json",
+    "rdma-devices.txt",
+    "cuda-probe.txt",
+)
+
+
+def capture(name: str, opts: Options) -> Captured:
+    """Capture one bundle file on this machine, redacted. Never raises."""
+    try:
+        got = _capture_raw(name, opts)
+    except Exception as e:  # a probe must never die on one artefact
+        got = Captured(name, "unavailable", reason=f"probe error: {type(e).__name__}: {e}")
+    got.name = name
+    if got.data is not None:
+        got.data = redact_bytes(name, got.data)
+    if got.reason:
+        got.reason = _redact_str(got.reason)
+    got.argv = _redact.redact_argv(got.argv) if got.argv else []
+    return got
+
+
+def _capture_raw(name: str, opts: Options) -> Captured:
+    t = opts.timeout_s
+    if name in FILES:
+        return read_path(FILES[name])
+    if name == "docker-info.json":
+        got = run(COMMANDS[name], t)
+        if got.data:  # without a daemon docker still prints JSON, with ServerErrors
+            try:
+                errs = json.loads(got.data).get("ServerErrors")
+            except (ValueError, AttributeError):
+                errs = None
+            if errs:
+                got.status, got.reason = "unavailable", "docker daemon not reachable: " + "; ".join(errs)
+        return got
+    if name in COMMANDS:
+        return run(COMMANDS[name], t)
+    if name == "image-inspect.json":
+        if not opts.image:
+            return Captured(name, "unavailable", reason="no image given")
+        return run(["docker", "image", "inspect", opts.image], t)
+    if name == "container-inspect.json":
+        if not opts.container:
+            return Captured(name, "unavailable", reason="no container given")
+        return run(["docker", "inspect", "--type", "container", opts.container], t)
+    if name == "container-logs.txt":
+        if not opts.container:
+            return Captured(name, "unavailable", reason="no container given")
+        return run(["docker", "logs", "--timestamps", opts.container], max(t, 60.0))
+    if name == "collect_env.txt":
+        return run([opts.python, "-m", "vllm.collect_env"], max(t, 120.0))
+    if name == "env.txt":
+        if opts.pid:
+            got = read_path(f"/proc/{opts.pid}/environ")
+            got.argv = [f"/proc/{opts.pid}/environ"]
+            return got
+        lines = [f"{k}={v}" for k, v in sorted(os.environ.items()) if INTERESTING_ENV.match(k)]
+        return Captured(name, "ok", data="\n".join(lines).encode(), argv=["<probe environment>"])
+    if name == "launch-command.txt":
+        if opts.launch_command:
+            return Captured(name, "ok", data=opts.launch_command.encode(), argv=["<parameter>"])
+        if opts.pid:
+            got = read_path(f"/proc/{opts.pid}/cmdline")
+            if got.data:
+                got.data = shlex.join(
+                    a.decode("utf-8", "replace") for a in got.data.rstrip(b"\0").split(b"\0")
+                ).encode()
+            got.argv = [f"/proc/{opts.pid}/cmdline"]
+            return got
+        return Captured(name, "unavailable", reason="no launch command, container or pid given")
+    if name == "vllm-version.json":
+        return (
+            http_get_version(opts.endpoint, t)
+            if opts.endpoint
+            else Captured(name, "unavailable", reason="no endpoint given")
+        )
+    if name == "rdma-devices.txt":
+        base = Path("/sys/class/infiniband")
+        if not base.exists():
+            return Captured(name, "ok", data=b"", reason="/sys/class/infiniband absent: no RDMA devices")
+        try:
+            return Captured(name, "ok", data="\n".join(sorted(p.name for p in base.iterdir())).encode())
+        except OSError as e:
+            return Captured(name, "unavailable", reason=f"cannot list {base}: {e}")
+    if name == "cuda-probe.txt":
+        if not opts.probe_image:
+            return Captured(name, "unavailable", reason="probe_image not requested")
+        if not opts.image:
+            return Captured(name, "unavailable", reason="probe_image needs an image")
+        return run(
+            [
+                "docker",
+                "run",
+                "--rm",
+                "--gpus",
+                "all",
+                "--entrypoint",
+                "python3",
+                opts.image,
+                "-c",
+                CUDA_PROBE_SCRIPT,
+            ],
+            max(t, 120.0),
+        )
+    return Captured(name, "unavailable", reason=f"unknown bundle file {name}")
+
+
+def http_get_version(endpoint: str, timeout_s: float) -> Captured:
+    """GET <endpoint>/version with a timeout; vLLM answers {"version": "..."}."""
+    url = endpoint.rstrip("/")
+    if not url.endswith("/version"):
+        url += "/version"
+    t0 = time.monotonic()
+    if not re.match(r"^https?://", url):
+        return Captured("vllm-version.json", "unavailable", reason=f"endpoint is not http(s): {_redact_str(url)}")
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - http(s) only
+            data = resp.read(65536)
+    except urllib.error.HTTPError as e:
+        return Captured(
+            "vllm-version.json",
+            "unavailable",
+            reason=f"GET {_redact_str(url)}: HTTP {e.code}",
+            duration_s=time.monotonic() - t0,
+        )
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        return Captured(
+            "vllm-version.json",
+            "unavailable",
+            reason=f"GET {_redact_str(url)} failed: {getattr(e, 'reason', e)}",
+            duration_s=time.monotonic() - t0,
+        )
+    return Captured("vllm-version.json", "ok", data=data, argv=["GET", url], duration_s=time.monotonic() - t0)
+
+
+# --- logs: streamed, redacted, capped -------------------------------------------------------
+def open_log(path: str | Path) -> BinaryIO:
+    """Open a plain or gzip log (by magic bytes, not by name)."""
+    f = open(path, "rb")  # noqa: SIM115
+    magic = f.read(2)
+    f.seek(0)
+    if magic == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
+    return f
+
+
+def store_log(
+    stream: BinaryIO, dest: Path, cap_bytes: int = LOG_CAP_BYTES, first_errors: int = FIRST_ERRORS
+) -> dict[str, Any]:
+    """Copy a log line by line through redaction into ``dest``, keeping head and tail.
+
+    Counts every line and byte of the source; when the redacted text exceeds ``cap_bytes``
+    the middle is dropped and a marker line says how much. Returns the log summary.
+    """
+    from collections import deque
+
+    redactor = _redact.LineRedactor()
+    head_cap = cap_bytes // 2
+    tail: deque[bytes] = deque()
+    tail_bytes = 0
+    head_bytes = 0
+    lines = nbytes = dropped_lines = dropped_bytes = 0
+    non_utf8 = False
+    errors: list[dict[str, Any]] = []
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest, "wb") as out:
+        for raw in stream:
+            lines += 1
+            nbytes += len(raw)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                non_utf8 = True
+                text = raw.decode("utf-8", "replace")
+            red = redactor(text.rstrip("\r\n"))
+            if len(errors) < first_errors and ERROR_LINE.search(red):
+                errors.append({"line": lines, "text": red[:500]})
+            enc = (red + "\n").encode()
+            if head_bytes + len(enc) <= head_cap and not tail:
+                out.write(enc)
+                head_bytes += len(enc)
+                continue
+            tail.append(enc)
+            tail_bytes += len(enc)
+            while tail_bytes > cap_bytes - head_cap and len(tail) > 1:
+                gone = tail.popleft()
+                tail_bytes -= len(gone)
+                dropped_lines += 1
+                dropped_bytes += len(gone)
+        if dropped_lines:
+            out.write(
+                f"[vllm-runbooks: {dropped_lines} lines ({dropped_bytes} bytes) omitted from the "
+                f"middle of this log; stored head and tail only, cap {cap_bytes} bytes]\n".encode()
+            )
+        for enc in tail:
+            out.write(enc)
+    return {
+        "lines": lines,
+        "bytes": nbytes,
+        "truncated": bool(dropped_lines),
+        "omitted_lines": dropped_lines,
+        "non_utf8": non_utf8,
+        "first_errors": errors,
+    }
+
+
+def safe_log_name(name: str) -> str:
+    """A flat, harmless file name for a stored log (no dirs, no dot-files, no .gz)."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).name).lstrip(".") or "log"
+    return re.sub(r"\.gz$", "", base)
+
+
+# --- bundle writer --------------------------------------------------------------------------
+def write_bundle(out: Path, opts: Options, make_tar: bool = False) -> dict[str, Any]:
+    """Capture everything into ``out`` (a new or empty directory) and write probe.json."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise FileExistsError(f"{out} exists and is not empty; the probe never overwrites a bundle")
+    out.mkdir(parents=True, exist_ok=True)
+    meta: dict[str, Any] = {
+        "probe_version": PROBE_VERSION,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "params": _redact.redact_parameters(
+            {
+                "image": opts.image,
+                "container": opts.container,
+                "log_paths": opts.log_paths,
+                "launch_command": opts.launch_command,
+                "pid": opts.pid,
+                "endpoint": opts.endpoint,
+                "probe_image": opts.probe_image,
+                "timeout_s": opts.timeout_s,
+            }
+        ),
+        "captures": {},
+        "logs": {},
+    }
+    for name in BUNDLE_FILES:
+        got = capture(name, opts)
+        meta["captures"][name] = got.meta()
+        if got.data is not None:
+            (out / name).write_bytes(got.data)
+    for path in opts.log_paths:
+        dest = out / "logs" / safe_log_name(path)
+        try:
+            with open_log(path) as stream:
+                meta["logs"][dest.name] = {"source": _redact_str(str(path)), **store_log(stream, dest)}
+        except (OSError, EOFError) as e:
+            meta["logs"][dest.name] = {"source": _redact_str(str(path)), "error": _redact_str(str(e))}
+    (out / "probe.json").write_text(json.dumps(meta, indent=2) + "\n")
+    if make_tar:
+        tar_path = out.with_name(out.name + ".tar.gz")
+        with tarfile.open(tar_path, "w:gz") as tf:
+            tf.add(out, arcname=out.name)
+        meta["tar"] = str(tar_path)
+    return meta
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    p = parser or argparse.ArgumentParser(prog="probe.py", description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="bundle directory to create (must be new or empty)")
+    p.add_argument("--image", help="image reference to docker-inspect")
+    p.add_argument("--container", help="container name or id to inspect and take logs from")
+    p.add_argument("--log", action="append", default=[], dest="log_paths", help="log file (plain or .gz)")
+    p.add_argument("--launch-command", help="the vLLM launch command as typed (redacted before writing)")
+    p.add_argument("--pid", type=int, help="running vLLM process: read its cmdline and environ")
+    p.add_argument("--endpoint", help="vLLM base URL, e.g. http://127.0.0.1:8000 (GET /version)")
+    p.add_argument("--probe-image", action="store_true", help="start the image once with a CUDA init check")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per command")
+    p.add_argument("--tar", action="store_true", help="also write OUT.tar.gz")
+    return p
+
+
+def options_from_args(args: argparse.Namespace) -> Options:
+    return Options(
+        image=args.image,
+        container=args.container,
+        log_paths=list(args.log_paths or []),
+        launch_command=args.launch_command,
+        pid=args.pid,
+        endpoint=args.endpoint,
+        probe_image=bool(args.probe_image),
+        timeout_s=float(args.timeout),
+    )
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """Shared by ``python3 probe.py`` and ``vllm-runbooks probe``."""
+    if _redact is None:
+        print(
+            "probe.py: redaction module not found. Use the self-contained script from "
+            "`vllm-runbooks probe --write-script probe_node.py`, or copy redact.py next to "
+            "probe.py. Refusing to write an unredacted bundle.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        meta = write_bundle(Path(args.out), options_from_args(args), make_tar=bool(args.tar))
+    except FileExistsError as e:
+        print(f"probe.py: {e}", file=sys.stderr)
+        return 2
+    missing = {k: v["reason"] for k, v in meta["captures"].items() if v["status"] == "unavailable"}
+    print(f"bundle written to {args.out} ({len(meta['captures']) - len(missing)} captured, {len(missing)} unavailable)")
+    for k, why in missing.items():
+        print(f"  - {k}: {why}")
+    return 0
+
+
+def write_script(path: str | Path) -> Path:
+    """Write a single-file, stdlib-only probe with redact.py inlined (no imports of the package)."""
+    src = Path(__file__).read_text(encoding="utf-8")
+    red_src = (Path(__file__).resolve().parent / "redact.py").read_text(encoding="utf-8")
+    start = src.index("# BEGIN-REDACT-LOADER")
+    end = src.index("# END-REDACT-LOADER") + len("# END-REDACT-LOADER")
+    inline = (
+        "# BEGIN-REDACT-INLINED (from vllm_runbooks/redact.py; do not edit here)\n"
+        "import types as _types\n\n"
+        f"_REDACT_SOURCE = {red_src!r}\n"
+        "_redact = _types.ModuleType('_vllm_runbooks_redact')\n"
+        "exec(compile(_REDACT_SOURCE, 'redact.py', 'exec'), _redact.__dict__)\n"
+        "# END-REDACT-INLINED"
+    )
+    out = Path(path)
+    out.write_text(src[:start] + inline + src[end:], encoding="utf-8")
+    out.chmod(0o755)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_cli(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""The single-file probe: written with redact inlined, run by a plain interpreter where the
+package is not importable, and read back as a bundle."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from vllm_runbooks import cli_evidence, probe
+from vllm_runbooks.evidence import collect_evidence
+
+PY = shutil.which("python3") or "/usr/bin/python3"
+SECRETS = {"HF_TOKEN": "hf_probeSecretAAAAAAAAAAAAAAAAAAAAAA", "OPENAI_API_KEY": "sk-probeSecretBBBBBBBBBBBBBBBB"}
+
+
+def _plain_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env["PATH"] = ":".join(p for p in env.get("PATH", "").split(":") if ".venv" not in p)
+    return env
+
+
+def test_single_file_probe_runs_with_stdlib_only(tmp_path: Path) -> None:
+    script = probe.write_script(tmp_path / "probe_node.py")
+    assert "from vllm_runbooks import" not in script.read_text().split("END-REDACT-INLINED")[0].split(
+        "BEGIN-REDACT-INLINED")[1]
+    log = tmp_path / "serve.log.gz"
+    log.write_bytes(gzip.compress(b"INFO up\nERROR failed --api-key sk-logSecretCCCCCCCCCCCCCCCC\n"))
+    env = {**_plain_env(), **SECRETS, "NCCL_DEBUG": "INFO", "NCCL_TOKEN": "nccltok123"}
+    # the package must not be importable for this interpreter
+    check = subprocess.run([PY, "-I", "-c", "import vllm_runbooks"], capture_output=True, cwd=tmp_path, env=env)
+    assert check.returncode != 0
+    launch = f"vllm serve m --api-key {SECRETS['OPENAI_API_KEY']} --hf-token=hf_zzzzzzzzzzzzzzzzzzzzzzzz"
+    cmd = [PY, "-I", str(script), "--out", "bundle", "--log", str(log), "--timeout", "5", "--launch-command", launch]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    b = tmp_path / "bundle"
+    meta = json.loads((b / "probe.json").read_text())
+    assert meta["captures"]["uname.txt"]["status"] == "ok"
+    assert meta["captures"]["image-inspect.json"]["reason"] == "no image given"
+    assert (b / "logs" / "serve.log").read_text().startswith("INFO up\n")
+    assert "NCCL_DEBUG=INFO" in (b / "env.txt").read_text()
+    blob = b"".join(p.read_bytes() for p in b.rglob("*") if p.is_file()) + res.stdout.encode()
+    for s in [*SECRETS.values(), "sk-logSecretCCCC", "hf_zzzzzzzzzzzzzzzz", "nccltok123"]:
+        assert s.encode() not in blob, s
+    # and the library reads what the stdlib probe wrote
+    ev = collect_evidence(b, run_dir=tmp_path / "run")
+    assert ev.get("host", "kernel") and ev.get("launch", "origin") == "bundle"
+    assert ev.get("logs", "files")[0]["first_errors"][0]["line"] == 2
+
+
+def test_plain_copy_refuses_without_redact_and_works_with_sibling(tmp_path: Path) -> None:
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(probe.__file__, alone / "probe.py")
+    res = subprocess.run([PY, "-I", "probe.py", "--out", "b"], capture_output=True, text=True, cwd=alone,
+                         env=_plain_env(), timeout=60)
+    assert res.returncode == 2 and "Refusing to write an unredacted bundle" in res.stderr
+    assert not (alone / "b").exists()
+    shutil.copy(Path(probe.__file__).parent / "redact.py", alone / "redact.py")
+    res = subprocess.run([PY, "-I", "probe.py", "--out", "b", "--timeout", "5"], capture_output=True, text=True,
+                         cwd=alone, env=_plain_env(), timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert (alone / "b" / "probe.json").is_file()
+    res = subprocess.run([PY, "-I", "probe.py", "--out", "b"], capture_output=True, text=True, cwd=alone,
+                         env=_plain_env(), timeout=60)
+    assert res.returncode == 2 and "never overwrites" in res.stderr
+
+
+def test_cli_register_probe_and_write_script(tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser(prog="vllm-runbooks")
+    sub = parser.add_subparsers(dest="cmd")
+    cli_evidence.register(sub)
+    args = parser.parse_args(["probe", "--write-script", str(tmp_path / "p.py")])
+    assert args.func(args) == 0 and (tmp_path / "p.py").is_file()
+    args = parser.parse_args(["probe", "--out", str(tmp_path / "b"), "--timeout", "5", "--tar"])
+    assert args.func(args) == 0
+    assert (tmp_path / "b.tar.gz").is_file() and (tmp_path / "b" / "probe.json").is_file()
+    args = parser.parse_args(["probe"])
+    assert args.func(args) == 2
