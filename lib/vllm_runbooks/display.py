@@ -69,14 +69,33 @@ def figure_html(fig: Any, include_plotlyjs: bool) -> str:
     return fig.to_html(full_html=False, include_plotlyjs=include_plotlyjs, config={"displaylogo": False})
 
 
-def show_figure(fig: Any) -> None:
-    """Display a plotly figure so that both JupyterLab and the offline HTML copy render it."""
+def figure_bundle(fig: Any) -> dict[str, Any]:
+    """The mime bundle for a figure: plotly JSON for JupyterLab, HTML (plotly.js once per kernel)."""
     global _PLOTLYJS_EMITTED
-    from IPython.display import display
-
     bundle = {
         "application/vnd.plotly.v1+json": json.loads(fig.to_json()),
         "text/html": figure_html(fig, include_plotlyjs=not _PLOTLYJS_EMITTED),
     }
     _PLOTLYJS_EMITTED = True
-    display(bundle, raw=True)
+    return bundle
+
+
+def show_figure(fig: Any) -> None:
+    """Display a plotly figure so that both JupyterLab and the offline HTML copy render it."""
+    from IPython.display import display
+
+    display(figure_bundle(fig), raw=True)
+
+
+class FigureView:
+    """A plotly figure as a result value: a cell that ends with it renders like ``show_figure``.
+
+    Deliberately no attribute delegation: IPython would find the figure's own
+    ``_ipython_display_`` through it and bypass the offline HTML. Use ``.figure`` for the Figure.
+    """
+
+    def __init__(self, figure: Any) -> None:
+        self.figure = figure
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return figure_bundle(self.figure)

@@ -11,9 +11,10 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..display import FigureView
+
 if TYPE_CHECKING:
     import pandas as pd
-    import plotly.graph_objects as go
 
     from .model import Evidence
 
@@ -97,28 +98,6 @@ def _fmt(v: Any) -> str:
     if "\n" in s or len(s) > 160:
         return f"{PRE}{html.escape(s)}</pre>"
     return html.escape(s)
-
-
-class FigureView:
-    """A plotly figure that shows itself in JupyterLab (plotly JSON) and in the offline HTML copy.
-
-    plotly.js is inlined once per kernel, shared with ``vllm_runbooks.display.show_figure``.
-    ``.figure`` is the plain ``plotly.graph_objects.Figure``.
-    """
-
-    def __init__(self, figure: go.Figure) -> None:
-        self.figure = figure
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from .. import display as shared
-
-        first = not getattr(shared, "_PLOTLYJS_EMITTED", False)
-        body = self.figure.to_html(full_html=False, include_plotlyjs=first, config={"displaylogo": False})
-        shared._PLOTLYJS_EMITTED = True  # one plotly.js per kernel, whichever helper emits it
-        return {"application/vnd.plotly.v1+json": json.loads(self.figure.to_json()), "text/html": body}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.figure, name)
 
 
 def _badge(status: str) -> str:
