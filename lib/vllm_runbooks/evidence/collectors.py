@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -126,8 +127,18 @@ def run_collectors(ctx: Context, only: list[str] | None = None) -> dict[str, Ite
                 continue
         except Exception:  # noqa: S112 - a broken predicate just means "run it"
             pass
-        ctx.results[name] = run_bounded(lambda col=col: col.fn(ctx), ctx.collector_timeout_s, name)
+        item = run_bounded(lambda col=col: col.fn(ctx), ctx.collector_timeout_s, name)
+        ctx.results[name] = item
+        _report_progress(name, item)
     return ctx.results
+
+
+def _report_progress(name: str, item: Item) -> None:
+    """One stderr line per collector: the CLI streams the kernel's stderr, so on-call sees it live."""
+    duration = getattr(item, "duration_s", None)
+    took = f" ({duration:.1f} s)" if isinstance(duration, int | float) else ""
+    reason = f" — {item.reason}" if item.reason and item.status != OK else ""
+    print(f"[evidence] {name}: {item.status}{took}{reason}"[:300], file=sys.stderr, flush=True)
 
 
 def _grouped_reasons(parts: dict[str, Captured]) -> list[str]:
