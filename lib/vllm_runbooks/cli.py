@@ -42,6 +42,17 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     lister = sub.add_parser("list", help="list the runbooks in procedure order")
     lister.set_defaults(func=_cmd_list)
 
+    runs = sub.add_parser("runs", help="list past run directories with status and verdicts")
+    runs.add_argument("--base", help="folder of run directories (default: runs/)")
+    runs.add_argument("--verify", action="store_true", help="check every artefact's sha256 against run.json")
+    runs.add_argument("--format", choices=("text", "json"), default="text")
+    runs.set_defaults(func=_cmd_runs)
+
+    compare = sub.add_parser("compare", help="compare the headline figures of several runs")
+    compare.add_argument("run_dirs", nargs="+")
+    compare.add_argument("--format", choices=("text", "json"), default="text")
+    compare.set_defaults(func=_cmd_compare)
+
 
 def _cmd_run(args: argparse.Namespace) -> int:
     params: dict = {}
@@ -75,6 +86,35 @@ def summarise(results: Sequence) -> str:
 def _cmd_list(args: argparse.Namespace) -> int:
     for name, path in available_runbooks().items():
         print(f"{name:<28} {path}")
+    return 0
+
+
+def _cmd_runs(args: argparse.Namespace) -> int:
+    from .runs import list_runs, summarise_run
+
+    found = list_runs(args.base)
+    if args.verify:
+        found = [summarise_run(r.run_dir, verify=True) for r in found]
+    if args.format == "json":
+        dump_json([r.to_dict() for r in found])
+    for r in found if args.format == "text" else []:
+        verdicts = ", ".join(f"{k}={v}" for k, v in r.verdicts.items()) or (r.reason or "")
+        flag = f"  TAMPERED: {', '.join(r.tampered)}" if r.tampered else ""
+        print(f"{r.run_dir}  {r.status:<10} {verdicts}{flag}")
+    return 1 if any(r.tampered for r in found) else 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .runs import compare_runs
+
+    comparison = compare_runs(args.run_dirs)
+    if args.format == "json":
+        dump_json(comparison.to_dict())
+        return 0
+    for row in comparison.rows:
+        mark = "≠" if f"{row['runbook']}.{row['figure']}" in comparison.changed else " "
+        values = [str(v) for k, v in row.items() if k not in ("runbook", "figure")]
+        print(f"{mark} {row['runbook']}.{row['figure']}: " + " | ".join(values))
     return 0
 
 

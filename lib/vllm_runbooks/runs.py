@@ -1,0 +1,125 @@
+"""Reading run directories back: list past runs and compare their headlines.
+
+The platform owner's question is "what changed between the failed launch and the canary after the
+upgrade?"; run.json answers it without opening notebooks. Unreadable run directories are listed
+with the reason instead of being skipped silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from .records import Record
+from .runner import DEFAULT_RUNS_DIR, RUN_JSON, sha256_file
+
+
+@dataclasses.dataclass
+class RunSummary(Record):
+    """One run directory as a row: status and each runbook's verdict and figures."""
+
+    SCHEMA = "run_summary"
+
+    run_dir: str
+    status: str  # ok | failed | unreadable
+    created_at: str | None = None
+    verdicts: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    figures: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    reason: str | None = None
+    tampered: list[str] = dataclasses.field(default_factory=list)
+
+
+def summarise_run(run_dir: str | Path, verify: bool = False) -> RunSummary:
+    """run.json → RunSummary; with ``verify`` the artefacts' sha256 are checked against it."""
+    path = Path(run_dir)
+    try:
+        data = json.loads((path / RUN_JSON).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return RunSummary(str(path), "unreadable", reason="no run.json (interrupted before the first runbook ended?)")
+    except (OSError, ValueError) as exc:
+        return RunSummary(str(path), "unreadable", reason=f"run.json unreadable: {exc}")
+    verdicts: dict[str, str | None] = {}
+    figures: dict[str, dict[str, Any]] = {}
+    for entry in data.get("runbooks", []):
+        head = entry.get("headline") or {}
+        verdicts[entry.get("name", "?")] = head.get("verdict")
+        figures[entry.get("name", "?")] = head.get("figures") or {}
+    tampered = []
+    if verify:
+        for rel, digest in (data.get("artefacts") or {}).items():
+            artefact = path / rel
+            if not artefact.is_file() or sha256_file(artefact) != digest:
+                tampered.append(rel)
+    return RunSummary(
+        run_dir=str(path),
+        status=data.get("status", "unknown"),
+        created_at=data.get("created_at"),
+        verdicts=verdicts,
+        figures=figures,
+        tampered=tampered,
+    )
+
+
+def list_runs(base: str | Path | None = None) -> list[RunSummary]:
+    """Every run directory under ``base`` (default ``runs/``), oldest first."""
+    root = Path(base or DEFAULT_RUNS_DIR)
+    if not root.is_dir():
+        return []
+    return [summarise_run(p) for p in sorted(root.iterdir()) if p.is_dir()]
+
+
+@dataclasses.dataclass
+class RunComparison(Record):
+    """Headline figures of several runs side by side; ``changed`` lists rows that differ."""
+
+    SCHEMA = "run_comparison"
+
+    runs: list[RunSummary]
+    rows: list[dict[str, Any]]
+    changed: list[str]
+
+    def _repr_html_(self) -> str:
+        from .display import html_table
+
+        columns = ["runbook", "figure"] + [Path(r.run_dir).name for r in self.runs]
+        marked = [{**row, "figure": ("≠ " if f"{row['runbook']}.{row['figure']}" in self.changed else "")
+                   + str(row["figure"])} for row in self.rows]
+        return html_table(marked, columns)
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
+
+def compare_runs(run_dirs: list[str | Path]) -> RunComparison:
+    """Verdicts and headline figures of each runbook, one column per run."""
+    runs = [summarise_run(d) for d in run_dirs]
+    names = [Path(r.run_dir).name for r in runs]
+    keys: dict[tuple[str, str], None] = {}
+    for run in runs:
+        for book in run.verdicts:
+            keys.setdefault((book, "verdict"), None)
+            for fig in run.figures.get(book, {}):
+                keys.setdefault((book, fig), None)
+    rows: list[dict[str, Any]] = []
+    changed: list[str] = []
+    for book, fig in keys:
+        values = []
+        for run in runs:
+            value = run.verdicts.get(book) if fig == "verdict" else run.figures.get(book, {}).get(fig)
+            values.append(value)
+        row = {"runbook": book, "figure": fig}
+        row.update({name: _cell(v) for name, v in zip(names, values, strict=True)})
+        rows.append(row)
+        if len({json.dumps(v, sort_keys=True, default=str) for v in values}) > 1:
+            changed.append(f"{book}.{fig}")
+    return RunComparison(runs=runs, rows=rows, changed=changed)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, dict | list):
+        return json.dumps(value, default=str)
+    return value
