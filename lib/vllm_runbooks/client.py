@@ -1,0 +1,608 @@
+"""Endpoint client for an OpenAI-compatible vLLM server, where every failure is a typed result.
+
+Why typed failures instead of exceptions: a canary or load stage must *record* "connection
+refused", "timed out after 5 s", "HTTP 400: auto tool choice requires ..." or "stream cut before
+[DONE]" as evidence and move on, and a runbook cell must never die on a network error.
+
+Secrets: the API key is read from the environment variable *named* by ``api_key_env`` at request
+time; it is never stored on the client, and any echo of it in an error body is masked, so it
+cannot reach a result, a repr or a scrap.
+
+Bounded: every call has a timeout; streams also have a total-time limit.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .display import html_table
+from .metrics import MetricsSnapshot, parse_metrics
+from .records import Record
+
+BODY_EXCERPT_CHARS = 600
+
+
+class FailureKind(enum.StrEnum):
+    CONNECTION_REFUSED = "connection_refused"
+    CONNECT_ERROR = "connect_error"  # DNS, unreachable, TLS
+    TIMEOUT = "timeout"  # connect/read/write timeout on one operation
+    STREAM_TIMEOUT = "stream_timeout"  # total-time limit of a stream reached
+    HTTP_STATUS = "http_status"  # non-2xx, with a body excerpt
+    MALFORMED_JSON = "malformed_json"  # 2xx body that is not the JSON expected
+    MALFORMED_SSE = "malformed_sse"  # a stream line that is not valid SSE / JSON
+    STREAM_INCOMPLETE = "stream_incomplete"  # stream ended (or was cut) before [DONE]
+    STREAM_ERROR = "stream_error"  # the server sent an error object inside the stream
+    PROTOCOL_ERROR = "protocol_error"  # broken HTTP framing outside a stream
+    CLIENT_ERROR = "client_error"  # anything else from the transport
+
+
+@dataclass
+class Failure(Record):
+    """Why a call did not succeed; ``body_excerpt`` is the start of the server's reply, if any."""
+
+    SCHEMA = "client_failure"
+    kind: FailureKind
+    message: str
+    status_code: int | None = None
+    body_excerpt: str = ""
+
+    @property
+    def error_message(self) -> str:
+        """The server's own error message (vLLM's ``{"error": {"message": ...}}``), else the excerpt."""
+        try:
+            data = json.loads(self.body_excerpt)
+        except ValueError:
+            return self.body_excerpt
+        err = data.get("error", data) if isinstance(data, dict) else data
+        if isinstance(err, dict):
+            return str(err.get("message") or err.get("detail") or err)
+        return str(err)
+
+
+@dataclass
+class Response(Record):
+    """Outcome of one non-streaming call: status, timing, parsed JSON (``data``) or a failure."""
+
+    SCHEMA = "client_response"
+    endpoint: str
+    ok: bool
+    status_code: int | None = None
+    elapsed_s: float = 0.0
+    data: Any = None
+    failure: Failure | None = None
+
+    def _repr_html_(self) -> str:
+        return html_table([_summary(self.endpoint, self.ok, self.status_code, self.elapsed_s, self.failure)])
+
+    @property
+    def model_ids(self) -> list[str]:
+        """For ``/v1/models``: the served model names."""
+        if isinstance(self.data, dict):
+            return [m.get("id", "") for m in self.data.get("data", []) if isinstance(m, dict)]
+        return []
+
+
+@dataclass
+class Usage(Record):
+    SCHEMA = "client_usage"
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    cached_tokens: int | None = None  # None = the server did not report prompt_tokens_details
+
+    @classmethod
+    def from_api(cls, usage: Mapping[str, Any] | None) -> Usage | None:
+        if not isinstance(usage, Mapping):
+            return None
+        details = usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+        return cls(usage.get("prompt_tokens"), usage.get("completion_tokens"), usage.get("total_tokens"), cached)
+
+
+@dataclass
+class ToolCall(Record):
+    SCHEMA = "client_tool_call"
+    id: str
+    name: str
+    arguments: str  # as sent by the server: a JSON string that may or may not parse
+
+    def parsed_arguments(self) -> tuple[Any, str | None]:
+        """(value, None) when ``arguments`` is JSON, else (None, the parse error)."""
+        try:
+            return json.loads(self.arguments), None
+        except ValueError as exc:
+            return None, str(exc)
+
+
+@dataclass
+class ChatResult(Record):
+    """A chat completion, plain or streamed. Streaming adds TTFT, inter-token gaps and chunk counts.
+
+    ``ttft_s`` is measured from sending the request to the first chunk carrying content or a tool
+    call delta (vLLM's first chunk only carries the role). ``e2e_s`` runs to ``[DONE]``.
+    """
+
+    SCHEMA = "client_chat_result"
+    ok: bool
+    stream: bool = False
+    status_code: int | None = None
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    model: str = ""
+    e2e_s: float = 0.0
+    ttft_s: float | None = None
+    inter_token_s: list[float] = field(default_factory=list)
+    chunks: int = 0
+    done: bool = False  # saw data: [DONE]
+    failure: Failure | None = None
+    raw: Any = None  # the JSON body (plain) or None (stream)
+
+    @property
+    def cached_tokens(self) -> int | None:
+        return self.usage.cached_tokens if self.usage else None
+
+    def _repr_html_(self) -> str:
+        row = _summary("chat (stream)" if self.stream else "chat", self.ok, self.status_code, self.e2e_s, self.failure)
+        row.update(
+            ttft_s=None if self.ttft_s is None else round(self.ttft_s, 4),
+            finish_reason=self.finish_reason,
+            prompt_tokens=self.usage.prompt_tokens if self.usage else None,
+            completion_tokens=self.usage.completion_tokens if self.usage else None,
+            cached_tokens=self.cached_tokens,
+            tool_calls=[f"{t.name}({t.arguments})" for t in self.tool_calls],
+            content=self.content[:200],
+        )
+        return html_table([row])
+
+
+@dataclass
+class MetricsResult(Record):
+    SCHEMA = "client_metrics_result"
+    ok: bool
+    status_code: int | None = None
+    elapsed_s: float = 0.0
+    snapshot: MetricsSnapshot | None = None
+    failure: Failure | None = None
+
+
+class EndpointClient:
+    """Calls one vLLM server. Use as a context manager or call ``close()``.
+
+    ``model=None`` means "the first model ``/v1/models`` lists", looked up once on first use.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key_env: str | None = "VLLM_API_KEY",
+        model: str | None = None,
+        timeout_s: float = 30.0,
+        connect_timeout_s: float = 5.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        if self.base_url.endswith("/v1"):
+            self.base_url = self.base_url[:-3]
+        self.api_key_env = api_key_env
+        self.model = model
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self._http = httpx.Client(transport=transport, follow_redirects=False)
+
+    def __repr__(self) -> str:
+        return f"EndpointClient({self.base_url!r}, api_key_env={self.api_key_env!r}, model={self.model!r})"
+
+    def __enter__(self) -> EndpointClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def _key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def _headers(self) -> dict[str, str]:
+        key = self._key()
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def _timeout(self, timeout_s: float | None) -> httpx.Timeout:
+        t = self.timeout_s if timeout_s is None else timeout_s
+        return httpx.Timeout(t, connect=min(self.connect_timeout_s, t))
+
+    def _mask(self, text: str) -> str:
+        key = self._key()
+        return text.replace(key, "***") if key and len(key) >= 4 else text
+
+    def _transport_failure(self, exc: Exception) -> Failure:
+        msg = self._mask(f"{type(exc).__name__}: {exc}")
+        if isinstance(exc, httpx.TimeoutException):
+            return Failure(FailureKind.TIMEOUT, msg)
+        if isinstance(exc, httpx.ConnectError):
+            refused = "refused" in str(exc).lower() or "errno 111" in str(exc).lower()
+            return Failure(FailureKind.CONNECTION_REFUSED if refused else FailureKind.CONNECT_ERROR, msg)
+        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
+            return Failure(FailureKind.PROTOCOL_ERROR, msg)
+        return Failure(FailureKind.CLIENT_ERROR, msg)
+
+    def _status_failure(self, status: int, body: str) -> Failure:
+        excerpt = self._mask(body[:BODY_EXCERPT_CHARS])
+        return Failure(FailureKind.HTTP_STATUS, f"HTTP {status}", status, excerpt)
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        timeout_s: float | None = None,
+        expect_json: bool = True,
+    ) -> Response:
+        start = time.monotonic()
+        try:
+            r = self._http.request(
+                method,
+                self.base_url + path,
+                json=json_body,
+                headers=self._headers(),
+                timeout=self._timeout(timeout_s),
+            )
+        except httpx.HTTPError as exc:
+            return Response(path, False, elapsed_s=time.monotonic() - start, failure=self._transport_failure(exc))
+        elapsed = time.monotonic() - start
+        if not 200 <= r.status_code < 300:
+            return Response(path, False, r.status_code, elapsed, failure=self._status_failure(r.status_code, r.text))
+        if not expect_json:
+            return Response(path, True, r.status_code, elapsed, data=r.text)
+        try:
+            data = r.json() if r.content else None
+        except ValueError as exc:
+            return Response(
+                path,
+                False,
+                r.status_code,
+                elapsed,
+                failure=Failure(
+                    FailureKind.MALFORMED_JSON,
+                    f"body is not JSON: {exc}",
+                    r.status_code,
+                    self._mask(r.text[:BODY_EXCERPT_CHARS]),
+                ),
+            )
+        return Response(path, True, r.status_code, elapsed, data=data)
+
+    def _model(self) -> str:
+        if self.model is None:
+            ids = self.models().model_ids
+            self.model = ids[0] if ids else ""
+        return self.model
+
+    # -- endpoints ---------------------------------------------------------------------------
+    def health(self, timeout_s: float | None = 5.0) -> Response:
+        return self._request("GET", "/health", timeout_s=timeout_s, expect_json=False)
+
+    def models(self, timeout_s: float | None = None) -> Response:
+        return self._request("GET", "/v1/models", timeout_s=timeout_s)
+
+    def version(self, timeout_s: float | None = None) -> Response:
+        """``/version``: ``data["version"]`` is vLLM's version string."""
+        return self._request("GET", "/version", timeout_s=timeout_s)
+
+    def tokenize(
+        self,
+        prompt: str | None = None,
+        *,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        timeout_s: float | None = None,
+        **extra: Any,
+    ) -> Response:
+        """``/tokenize`` for a prompt or chat messages (rendered by the server's chat template)."""
+        body: dict[str, Any] = {"model": self._model(), **extra}
+        if messages is not None:
+            body["messages"] = list(messages)
+        else:
+            body["prompt"] = prompt or ""
+        return self._request("POST", "/tokenize", json_body=body, timeout_s=timeout_s)
+
+    def completion(
+        self, prompt: str, *, max_tokens: int = 16, timeout_s: float | None = None, **params: Any
+    ) -> Response:
+        body = {"model": self._model(), "prompt": prompt, "max_tokens": max_tokens, **params}
+        return self._request("POST", "/v1/completions", json_body=body, timeout_s=timeout_s)
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        max_tokens: int = 16,
+        timeout_s: float | None = None,
+        **params: Any,
+    ) -> ChatResult:
+        """Non-streaming chat completion. ``params`` go into the request body (tools, tool_choice...)."""
+        body = {"model": self._model(), "messages": list(messages), "max_tokens": max_tokens, **params}
+        body.pop("stream", None)
+        resp = self._request("POST", "/v1/chat/completions", json_body=body, timeout_s=timeout_s)
+        result = ChatResult(
+            ok=False, status_code=resp.status_code, e2e_s=resp.elapsed_s, failure=resp.failure, raw=resp.data
+        )
+        if not resp.ok:
+            return result
+        try:
+            choice = resp.data["choices"][0]
+            message = choice.get("message") or {}
+        except (TypeError, KeyError, IndexError) as exc:
+            result.failure = Failure(
+                FailureKind.MALFORMED_JSON,
+                f"no choices[0] in reply: {exc!r}",
+                resp.status_code,
+                self._mask(json.dumps(resp.data)[:BODY_EXCERPT_CHARS]),
+            )
+            return result
+        result.ok = True
+        result.content = message.get("content") or ""
+        result.tool_calls = [
+            ToolCall(
+                tc.get("id", ""),
+                (tc.get("function") or {}).get("name", ""),
+                _args_text((tc.get("function") or {}).get("arguments")),
+            )
+            for tc in message.get("tool_calls") or []
+        ]
+        result.finish_reason = choice.get("finish_reason")
+        result.usage = Usage.from_api(resp.data.get("usage"))
+        result.model = resp.data.get("model", "")
+        return result
+
+    def chat_stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        max_tokens: int = 16,
+        timeout_s: float | None = None,
+        total_timeout_s: float = 120.0,
+        include_usage: bool = True,
+        **params: Any,
+    ) -> ChatResult:
+        """Streaming chat completion with TTFT, inter-token gaps and end-to-end time.
+
+        ``timeout_s`` bounds each network wait (capped at ``total_timeout_s``); the total limit is
+        checked between chunks, so a stream takes at most about ``total_timeout_s`` + one wait.
+        """
+        body = {
+            "model": self._model(),
+            "messages": list(messages),
+            "max_tokens": max_tokens,
+            "stream": True,
+            **params,
+        }
+        if include_usage:
+            body["stream_options"] = {"include_usage": True, **(params.get("stream_options") or {})}
+        result = ChatResult(ok=False, stream=True)
+        start = time.monotonic()
+        deadline = start + total_timeout_s
+        last_token: float | None = None
+        calls: dict[int, dict[str, str]] = {}
+        try:
+            with self._http.stream(
+                "POST",
+                self.base_url + "/v1/chat/completions",
+                json=body,
+                headers=self._headers(),
+                timeout=self._timeout(min(self.timeout_s if timeout_s is None else timeout_s, total_timeout_s)),
+            ) as r:
+                result.status_code = r.status_code
+                if not 200 <= r.status_code < 300:
+                    text = _read_bounded(r, deadline)
+                    result.failure = self._status_failure(r.status_code, text)
+                    return _finish(result, start)
+                for event in _sse_events(r.iter_lines(), deadline):
+                    if isinstance(event, Failure):
+                        result.failure = Failure(
+                            event.kind,
+                            self._mask(event.message),
+                            r.status_code,
+                            self._mask(event.body_excerpt),
+                        )
+                        return _finish(result, start)
+                    if event == "[DONE]":
+                        result.done = True
+                        break
+                    now = time.monotonic()
+                    result.chunks += 1
+                    if (
+                        isinstance(event, dict)
+                        and "choices" not in event
+                        and ("error" in event or event.get("object") == "error")
+                    ):
+                        result.failure = Failure(
+                            FailureKind.STREAM_ERROR,
+                            "server reported an error mid-stream",
+                            r.status_code,
+                            self._mask(json.dumps(event)[:BODY_EXCERPT_CHARS]),
+                        )
+                        return _finish(result, start)
+                    if not isinstance(event, dict):
+                        result.failure = Failure(
+                            FailureKind.MALFORMED_SSE,
+                            "stream chunk is not a JSON object",
+                            r.status_code,
+                            self._mask(json.dumps(event)[:BODY_EXCERPT_CHARS]),
+                        )
+                        return _finish(result, start)
+                    result.model = event.get("model", result.model)
+                    if event.get("usage"):
+                        result.usage = Usage.from_api(event["usage"])
+                    for choice in event.get("choices") or []:
+                        delta = choice.get("delta") or {}
+                        produced = bool(delta.get("content")) or bool(delta.get("tool_calls"))
+                        result.content += delta.get("content") or ""
+                        for tc in delta.get("tool_calls") or []:
+                            slot = calls.setdefault(int(tc.get("index", 0)), {"id": "", "name": "", "arguments": ""})
+                            slot["id"] = tc.get("id") or slot["id"]
+                            fn = tc.get("function") or {}
+                            slot["name"] += fn.get("name") or ""
+                            slot["arguments"] += fn.get("arguments") or ""
+                        if choice.get("finish_reason"):
+                            result.finish_reason = choice["finish_reason"]
+                        if produced:
+                            if result.ttft_s is None:
+                                result.ttft_s = now - start
+                            elif last_token is not None:
+                                result.inter_token_s.append(now - last_token)
+                            last_token = now
+        except httpx.RemoteProtocolError as exc:
+            result.failure = Failure(
+                FailureKind.STREAM_INCOMPLETE,
+                self._mask(f"connection closed mid-stream: {exc}"),
+                result.status_code,
+            )
+        except httpx.HTTPError as exc:
+            result.failure = self._transport_failure(exc)
+            result.failure.status_code = result.status_code
+        result.tool_calls = [ToolCall(c["id"], c["name"], c["arguments"]) for _, c in sorted(calls.items())]
+        if result.failure is None and not result.done:
+            result.failure = Failure(
+                FailureKind.STREAM_INCOMPLETE,
+                f"stream ended after {result.chunks} chunks without data: [DONE]",
+                result.status_code,
+            )
+        return _finish(result, start)
+
+    def metrics(self, timeout_s: float | None = 10.0) -> MetricsResult:
+        """Scrape ``/metrics`` and parse it by family (see ``vllm_runbooks.metrics``)."""
+        resp = self._request("GET", "/metrics", timeout_s=timeout_s, expect_json=False)
+        if not resp.ok:
+            return MetricsResult(False, resp.status_code, resp.elapsed_s, failure=resp.failure)
+        snap = parse_metrics(resp.data or "")
+        if not snap.families:
+            return MetricsResult(
+                False,
+                resp.status_code,
+                resp.elapsed_s,
+                snap,
+                Failure(
+                    FailureKind.MALFORMED_JSON,
+                    "no Prometheus metric families in /metrics",
+                    resp.status_code,
+                    self._mask((resp.data or "")[:BODY_EXCERPT_CHARS]),
+                ),
+            )
+        return MetricsResult(True, resp.status_code, resp.elapsed_s, snap)
+
+
+def _summary(what: str, ok: bool, status: int | None, elapsed: float, failure: Failure | None) -> dict[str, Any]:
+    return {
+        "call": what,
+        "ok": ok,
+        "status": status,
+        "elapsed_s": round(elapsed, 4),
+        "failure": f"{failure.kind.value}: {failure.error_message or failure.message}" if failure else None,
+    }
+
+
+def _finish(result: ChatResult, start: float) -> ChatResult:
+    result.e2e_s = time.monotonic() - start
+    result.ok = result.failure is None
+    return result
+
+
+def _args_text(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments)
+
+
+def _read_bounded(r: httpx.Response, deadline: float, limit: int = 64 * 1024) -> str:
+    buf = b""
+    try:
+        for chunk in r.iter_bytes():
+            buf += chunk
+            if len(buf) >= limit or time.monotonic() > deadline:
+                break
+    except httpx.HTTPError:
+        pass
+    return buf.decode("utf-8", errors="replace")
+
+
+def _sse_events(lines: Iterator[str], deadline: float) -> Iterator[Any]:
+    """Yield decoded ``data:`` payloads ("[DONE]" as a string), or one Failure and stop.
+
+    Multi-line ``data:`` fields are joined per the SSE spec; comments and event/id/retry fields
+    are skipped; any other line is malformed.
+    """
+    data: list[str] = []
+    for line in lines:
+        if time.monotonic() > deadline:
+            yield Failure(FailureKind.STREAM_TIMEOUT, "stream exceeded its total-time limit")
+            return
+        if line == "":
+            if data:
+                payload = "\n".join(data)
+                data = []
+                if payload.strip() == "[DONE]":
+                    yield "[DONE]"
+                    continue
+                try:
+                    yield json.loads(payload)
+                except ValueError as exc:
+                    yield Failure(
+                        FailureKind.MALFORMED_SSE,
+                        f"data is not JSON: {exc}",
+                        body_excerpt=payload[:BODY_EXCERPT_CHARS],
+                    )
+                    return
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            data.append(value)
+        elif name in ("event", "id", "retry"):
+            continue
+        else:
+            yield Failure(
+                FailureKind.MALFORMED_SSE,
+                "line is not a server-sent event field",
+                body_excerpt=line[:BODY_EXCERPT_CHARS],
+            )
+            return
+    if data:  # last event without its blank line
+        payload = "\n".join(data)
+        if payload.strip() == "[DONE]":
+            yield "[DONE]"
+            return
+        try:
+            yield json.loads(payload)
+        except ValueError as exc:
+            yield Failure(
+                FailureKind.MALFORMED_SSE,
+                f"data is not JSON: {exc}",
+                body_excerpt=payload[:BODY_EXCERPT_CHARS],
+            )
+
+
+__all__ = [
+    "ChatResult",
+    "EndpointClient",
+    "Failure",
+    "FailureKind",
+    "MetricsResult",
+    "Response",
+    "ToolCall",
+    "Usage",
+]

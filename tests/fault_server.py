@@ -1,0 +1,180 @@
+"""TEST DOUBLE: a fault-injecting HTTP server for faults a real vLLM cannot be made to show.
+
+This is NOT a vLLM and is never used as a serving target. It exists only so the client's typed
+failures can be tested for: a hung endpoint, HTTP 500 with a body, malformed SSE, a stream cut
+mid-way (no ``[DONE]``), nonsense JSON, a mid-stream error object, and an echoed API key.
+Everything a real server can show (health, chat, tools, 400s, metrics) is tested against the
+real vLLM CPU target instead.
+
+Routes are chosen by path prefix ``/<fault>/...`` so one server serves every fault, e.g.
+``http://127.0.0.1:PORT/hang/v1/chat/completions``. ``/hang`` blocks until ``release()`` or
+``close()`` (an Event, no sleeps); ``hung`` is set once a request is held there.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+CHUNK = {
+    "id": "chatcmpl-test",
+    "object": "chat.completion.chunk",
+    "model": "fault-double",
+    "choices": [{"index": 0, "delta": {"content": "tok"}, "finish_reason": None}],
+}
+FAULTS = (
+    "ok",
+    "hang",
+    "status500",
+    "malformed_sse",
+    "cut_stream",
+    "close_stream",
+    "nonsense_json",
+    "stream_error",
+    "echo_auth",
+    "bad_metrics",
+)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        """Clients that time out and hang up are the point of these tests: no tracebacks."""
+
+
+class FaultServer:
+    """Start with ``FaultServer().start()``; ``base_url(fault)`` gives the URL prefix for a fault."""
+
+    def __init__(self) -> None:
+        self._release = threading.Event()
+        self.hung = threading.Event()  # set when a request is being held by /hang
+        self.requests: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:  # quiet test output
+                pass
+
+            def do_GET(self) -> None:
+                server._dispatch(self)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                server._dispatch(self)
+
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    def base_url(self, fault: str = "ok") -> str:
+        assert fault in FAULTS, fault
+        return f"http://127.0.0.1:{self.port}/{fault}"
+
+    def start(self) -> FaultServer:
+        self._thread.start()
+        return self
+
+    def release(self) -> None:
+        """Let every hung request finish."""
+        self._release.set()
+
+    def close(self) -> None:
+        self._release.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    # -- behaviour ---------------------------------------------------------------------------
+    def _dispatch(self, h: BaseHTTPRequestHandler) -> None:
+        self.requests.append((h.command, h.path, dict(h.headers)))
+        fault = h.path.strip("/").split("/", 1)[0]
+        try:
+            getattr(self, f"_fault_{fault}", self._fault_ok)(h)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    @staticmethod
+    def _send(h: BaseHTTPRequestHandler, status: int, body: bytes, ctype: str = "application/json") -> None:
+        h.send_response(status)
+        h.send_header("Content-Type", ctype)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    @staticmethod
+    def _start_sse(h: BaseHTTPRequestHandler, chunked: bool = True) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        if chunked:
+            h.send_header("Transfer-Encoding", "chunked")
+        else:
+            h.send_header("Connection", "close")
+        h.end_headers()
+
+    @staticmethod
+    def _chunk(h: BaseHTTPRequestHandler, text: str) -> None:
+        data = text.encode()
+        h.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        h.wfile.flush()
+
+    def _fault_ok(self, h: BaseHTTPRequestHandler) -> None:
+        if h.path.endswith("/health"):
+            self._send(h, 200, b"")
+        else:
+            self._send(h, 200, json.dumps({"object": "list", "data": [{"id": "fault-double"}]}).encode())
+
+    def _fault_hang(self, h: BaseHTTPRequestHandler) -> None:
+        self.hung.set()
+        self._release.wait()  # released by the test (or close()), never by a timer
+        self._send(h, 200, b"{}")
+
+    def _fault_status500(self, h: BaseHTTPRequestHandler) -> None:
+        body = {"error": {"message": "EngineCore encountered an issue: out of blocks", "type": "InternalServerError"}}
+        self._send(h, 500, json.dumps(body).encode())
+
+    def _fault_nonsense_json(self, h: BaseHTTPRequestHandler) -> None:
+        self._send(h, 200, b'{"choices": [ {"message": nonsense ]')
+
+    def _fault_malformed_sse(self, h: BaseHTTPRequestHandler) -> None:
+        self._start_sse(h)
+        self._chunk(h, f"data: {json.dumps(CHUNK)}\n\n")
+        self._chunk(h, "data: {not json at all\n\n")
+        self._chunk(h, "")
+
+    def _fault_cut_stream(self, h: BaseHTTPRequestHandler) -> None:
+        """Chunked stream whose connection drops without the terminating chunk."""
+        self._start_sse(h)
+        for _ in range(3):
+            self._chunk(h, f"data: {json.dumps(CHUNK)}\n\n")
+        h.close_connection = True
+        h.connection.shutdown(2)
+
+    def _fault_close_stream(self, h: BaseHTTPRequestHandler) -> None:
+        """Well-framed stream that simply ends without ``data: [DONE]``."""
+        self._start_sse(h)
+        for _ in range(3):
+            self._chunk(h, f"data: {json.dumps(CHUNK)}\n\n")
+        self._chunk(h, "")
+
+    def _fault_stream_error(self, h: BaseHTTPRequestHandler) -> None:
+        self._start_sse(h)
+        self._chunk(h, f"data: {json.dumps(CHUNK)}\n\n")
+        err = {"error": {"message": "request aborted by engine", "type": "BadRequestError", "code": 400}}
+        self._chunk(h, f"data: {json.dumps(err)}\n\n")
+        self._chunk(h, "data: [DONE]\n\n")
+        self._chunk(h, "")
+
+    def _fault_echo_auth(self, h: BaseHTTPRequestHandler) -> None:
+        """A careless proxy that echoes the Authorization header in its error body."""
+        body = {"error": {"message": f"unauthorised: {h.headers.get('Authorization')}"}}
+        self._send(h, 401, json.dumps(body).encode())
+
+    def _fault_bad_metrics(self, h: BaseHTTPRequestHandler) -> None:
+        self._send(h, 200, b"<html>not prometheus</html>", "text/html")
