@@ -1,0 +1,1 @@
+"""Canary steps: every module here registers its step(s) with ``@register``; nothing else lists them."""

@@ -1,0 +1,143 @@
+"""Canary steps 1 and 7: GPU / container CUDA recognition, and multi-GPU communication.
+
+Why from evidence first: runbook 01 already froze what the driver and the image's own CUDA
+probe said on the node under change; the canary re-reads it rather than re-deriving it from
+wherever the notebook happens to run. Without evidence it looks locally (nvidia-smi, torch).
+A machine without a GPU skips with the reason; it never passes by default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..gpu_probe import describe_gpus, evidence_item, load_evidence_json, nvidia_smi_gpus, torch_probe
+from ..nccl import allreduce_check, load_nccl_tests
+from ..registry import Outcome, StepContext, failed, passed, register, skipped
+
+
+def _torch(ctx: StepContext) -> dict[str, Any]:
+    if "torch_probe" not in ctx.shared:
+        ctx.shared["torch_probe"] = torch_probe(timeout_s=min(ctx.config.step_timeout_s, 120.0))
+    return ctx.shared["torch_probe"]
+
+
+def _gpus(ctx: StepContext) -> tuple[list[dict[str, Any]], str, dict[str, Any] | None]:
+    """(gpus, where they came from / why none, evidence json or None); cached per run."""
+    if "gpus" in ctx.shared:
+        return ctx.shared["gpus"]
+    ev = None
+    if ctx.config.evidence_dir:
+        try:
+            ev = load_evidence_json(ctx.config.evidence_dir)
+        except ValueError as exc:
+            found: tuple[list[dict[str, Any]], str, dict[str, Any] | None] = ([], f"evidence unreadable: {exc}", None)
+            ctx.shared["gpus"] = found
+            return found
+        nv = evidence_item(ev, "nvidia")
+        gpus = list(nv["value"].get("gpus") or [])
+        why = f"runbook 01 evidence ({ev['_path']})"
+        if not gpus:
+            why = f"runbook 01 evidence: nvidia {nv['status']}: {nv['reason'] or 'no GPUs listed'}"
+        found = (gpus, why, ev)
+    else:
+        smi = nvidia_smi_gpus()
+        if smi.get("gpus"):
+            found = (smi["gpus"], "nvidia-smi on this machine", None)
+        else:
+            found = ([], f"{smi.get('error') or 'nvidia-smi lists no GPU'}; no evidence_dir given", None)
+    ctx.shared["gpus"] = found
+    return found
+
+
+@register("gpu_cuda", "GPU and container CUDA recognition", 1, needs_endpoint=False)
+def gpu_cuda(ctx: StepContext) -> Outcome:
+    """GPUs from runbook 01 evidence (or nvidia-smi here) and the in-image CUDA probe (or torch here)."""
+    gpus, source, ev = _gpus(ctx)
+    if ctx.config.evidence_dir and ev is None:
+        return failed(f"evidence_dir given but {source}")
+    if not gpus:
+        return skipped(f"no NVIDIA GPU recognised: {source}", {"source": source})
+    nv = evidence_item(ev, "nvidia")["value"] if ev else {}
+    driver = nv.get("driver_version") or gpus[0].get("driver_version")
+    gpu_text = f"{describe_gpus(gpus)}; driver {driver or '?'}"
+    if nv.get("cuda_driver_version"):
+        gpu_text += f" (driver's max CUDA {nv['cuda_driver_version']})"
+    evidence: dict[str, Any] = {"source": source, "gpus": [{k: g.get(k) for k in ("index", "name",
+                                "compute_capability", "memory_total_mib")} for g in gpus]}
+    details: dict[str, Any] = {"gpu_count": len(gpus), "driver": driver, "source": source}
+    if ev is not None:
+        probe = evidence_item(ev, "cuda_probe")
+        pv = probe["value"]
+        evidence["cuda_probe"] = {"status": probe["status"], "ran": pv.get("ran"), "ok": pv.get("ok"),
+                                  "error": pv.get("error")}
+        image_cuda = evidence_item(ev, "image")["value"].get("cuda_version")
+        details["image_cuda"] = image_cuda
+        if pv.get("ran"):
+            if pv.get("ok"):
+                return passed(f"{gpu_text}; in-image CUDA probe OK (image CUDA {image_cuda or '?'})",
+                              evidence, **details)
+            return failed(f"{gpu_text}; in-image CUDA probe failed: {pv.get('error') or 'no CUDA_OK'}",
+                          evidence, **details)
+    tp = _torch(ctx)
+    evidence["torch_here"] = tp
+    if tp.get("available") and tp.get("count"):
+        return passed(f"{gpu_text}; torch {tp.get('torch')} (CUDA {tp.get('cuda')}) here sees {tp['count']} GPU(s)",
+                      evidence, **details)
+    if tp.get("torch") and tp.get("cuda"):
+        return failed(f"{gpu_text}; torch {tp['torch']} (CUDA {tp['cuda']}) cannot initialise CUDA: "
+                      f"{tp.get('error') or 'torch.cuda.is_available() is False'}", evidence, **details)
+    return skipped(f"{gpu_text}; container CUDA not probed (no in-image probe in the evidence; "
+                   f"{tp.get('error') or 'torch here is a CPU build'}): run runbook 01 with probe_image",
+                   evidence, **details)
+
+
+@register("multi_gpu", "Multi-GPU communication (NCCL / Gloo)", 7, needs_endpoint=False)
+def multi_gpu(ctx: StepContext) -> Outcome:
+    """nccl-tests output when given; else an NCCL + Gloo all-reduce across local GPUs; else skip."""
+    cfg = ctx.config
+    if cfg.nccl_tests_file:
+        try:
+            res = load_nccl_tests(cfg.nccl_tests_file)
+        except OSError as exc:
+            return failed(f"cannot read nccl_tests_file: {exc}")
+        evidence = {"test": res.test, "ranks": res.ranks, "hosts": res.hosts, "rows": len(res.rows),
+                    "wrong_total": res.wrong_total, "out_of_bounds": res.out_of_bounds,
+                    "avg_busbw_gbps": res.avg_busbw_gbps, "max_busbw_gbps": res.max_busbw_gbps,
+                    "errors": res.errors[:3]}
+        details = {"nccl_tests": res.to_dict()}
+        problems = res.problems()
+        if problems:
+            return failed(f"nccl-tests ({res.test or '?'}, {res.ranks} ranks): {'; '.join(problems)}",
+                          evidence, **details)
+        return passed(f"nccl-tests {res.test or '?'} on {res.ranks} ranks / {len(res.hosts)} host(s): "
+                      f"#wrong 0, out of bounds 0; avg bus bandwidth {res.avg_busbw_gbps} GB/s, "
+                      f"max {res.max_busbw_gbps} GB/s", evidence, **details)
+
+    gpus, source, ev = _gpus(ctx)
+    if len(gpus) < 2:
+        return skipped(f"{len(gpus)} GPU(s) ({source}): multi-GPU communication needs two or more; "
+                       f"no nccl_tests_file given", not_applicable=len(gpus) == 1)
+    tp = _torch(ctx)
+    if not tp.get("torch"):
+        return skipped(f"{len(gpus)} GPUs but {tp.get('error') or 'torch unavailable'}: cannot run the all-reduce "
+                       f"here; give nccl_tests_file instead")
+    world = min(len(gpus), int(tp.get("count") or 0))
+    if world < 2 and ev is not None:
+        return skipped(f"{len(gpus)} GPUs in the evidence ({source}) but torch here sees {tp.get('count') or 0}: "
+                       f"the all-reduce must run on that node; give nccl_tests_file from it", {"torch_here": tp})
+    if world < 2:
+        return failed(f"{len(gpus)} GPUs recognised but torch sees {tp.get('count')}: {tp.get('error') or ''}",
+                      {"torch_here": tp})
+    runs = {}
+    for backend in ("nccl", "gloo"):
+        out = allreduce_check(backend, world, cfg.allreduce_timeout_s)
+        runs[backend] = out
+        ctx.time(f"{backend}_allreduce", out.get("seconds"))
+    bad = [f"{b}: {r.get('error') or [x.get('error') for x in r.get('ranks', []) if not x.get('ok')]}"
+           for b, r in runs.items() if not r.get("ok")]
+    if bad:
+        return failed(f"all-reduce across {world} GPUs failed — {'; '.join(bad)}", runs, allreduce=runs)
+    bw = runs["nccl"].get("busbw_gbps")
+    return passed(f"NCCL and Gloo all-reduce across {world} GPUs correct; NCCL bus bandwidth "
+                  f"{bw:.1f} GB/s (64 MiB)" if bw else f"NCCL and Gloo all-reduce across {world} GPUs correct",
+                  runs, allreduce=runs)

@@ -1,0 +1,299 @@
+"""The prefix-cache check as one object, so runbook 04's cells are one call each.
+
+Each step returns a result that displays itself and is kept on the check, so ``verdict()`` and
+``glue_all()`` see everything that ran. Steps that cannot run (no endpoint, no JSONL, retention
+not asked for) return a result that says so; nothing here raises to the notebook.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..client import EndpointClient
+from ..display import banner, html_table
+from ..metrics import MetricsSnapshot
+from ..records import Record, utc_now
+from .experiment import ExperimentResult, ExperimentSpec, build_spec, run_experiment, scrape
+from .figures import cached_figure, deltas_figure, shared_prefix_figure, ttft_figure
+from .granularity import HitGranularity, PrefixFit, hit_granularity, prefix_fit
+from .mismatch import MismatchReport, analyse_jsonl
+from .retention import RetentionResult, run_retention
+from .sources import Enablement, LaunchAndLog, check_enablement, load_launch_and_log
+from .verdict import Verdict, decide
+
+
+@dataclass
+class CheckInputs(Record):
+    """What the check reads before sending anything: endpoint state, metrics, launch and log."""
+
+    SCHEMA = "prefix_cache_inputs"
+    endpoint: str
+    reachable: bool = False
+    problem: str = ""
+    model: str | None = None
+    metrics_ok: bool = False
+    metrics_problem: str = ""
+    renamed_metrics: dict[str, str] = field(default_factory=dict)
+    cache_config: dict[str, str] = field(default_factory=dict)
+    engines: list[str] = field(default_factory=list)
+    launch_log: LaunchAndLog = field(default_factory=LaunchAndLog)
+    collected_at: str = ""
+
+    def _repr_html_(self) -> str:
+        tone = "good" if self.reachable and self.metrics_ok else "warn" if self.reachable else "bad"
+        title = f"Endpoint {self.endpoint}: " + ("reachable" if self.reachable else "unreachable")
+        detail = self.problem or f"model {self.model}; metrics {'ok' if self.metrics_ok else self.metrics_problem}"
+        ll = self.launch_log
+        rows = [
+            {"input": "launch command", "from": ll.launch_origin or "—", "value": (ll.launch_command or "")[:300]},
+            {"input": "startup log", "from": ll.log_origin or "—",
+             "value": f"{len(ll.log_text)} chars" if ll.log_text else None},
+            {"input": "cache_config_info", "from": "/metrics", "value": f"{len(self.cache_config)} labels"},
+            {"input": "engines", "from": "/metrics", "value": ", ".join(self.engines) or None},
+        ]
+        rows += [{"input": "note", "from": "", "value": n} for n in ll.notes]
+        return banner(title, detail, tone) + html_table(rows)
+
+
+class PrefixCacheCheck:
+    """Runs the steps of runbook 04 against one endpoint, bounded per step."""
+
+    def __init__(
+        self,
+        endpoint: str = "http://127.0.0.1:8000",
+        *,
+        model: str | None = None,
+        api_key_env: str | None = None,
+        launch_command: str | None = None,
+        log_path: str | None = None,
+        evidence_dir: str | None = None,
+        profile: str | None = None,
+        model_default_on: bool | None = None,
+        max_requests: int = 20,
+        max_seconds: float = 120.0,
+        request_timeout_s: float = 60.0,
+        client: EndpointClient | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.client = client or EndpointClient(endpoint, api_key_env=api_key_env, model=model,
+                                               timeout_s=request_timeout_s)
+        self.launch_command, self.log_path, self.evidence_dir = launch_command, log_path, evidence_dir
+        self.profile, self.model_default_on = profile, model_default_on
+        self.max_requests, self.max_seconds = max_requests, max_seconds
+        self.request_timeout_s = request_timeout_s
+        self.inputs_result: CheckInputs | None = None
+        self.snapshot: MetricsSnapshot | None = None
+        self.enablement_result: Enablement | None = None
+        self.granularity_result: HitGranularity | None = None
+        self.spec: ExperimentSpec | None = None
+        self.experiment_result: ExperimentResult | None = None
+        self.fit_result: PrefixFit | None = None
+        self.mismatch_result: MismatchReport | None = None
+        self.retention_result: RetentionResult | None = None
+        self.verdict_result: Verdict | None = None
+
+    def close(self) -> None:
+        self.client.close()
+
+    # -- steps ------------------------------------------------------------------------------------
+    def inputs(self) -> CheckInputs:
+        """Probe the endpoint, scrape /metrics once, and find the launch command and log."""
+        out = CheckInputs(self.endpoint, collected_at=utc_now())
+        out.launch_log = load_launch_and_log(self.launch_command, self.log_path, self.evidence_dir)
+        models = self.client.models(timeout_s=10)
+        if models.ok:
+            out.reachable = True
+            if self.client.model is None:
+                self.client.model = (models.model_ids or [None])[0]
+            out.model = self.client.model
+        else:
+            f = models.failure
+            out.problem = f"{f.kind}: {f.error_message or f.message}" if f else "no answer from /v1/models"
+        snap, why = scrape(self.client) if out.reachable else (None, out.problem)
+        self.snapshot = snap
+        if snap is not None:
+            out.metrics_ok = True
+            out.renamed_metrics = snap.renamed()
+            out.cache_config = snap.cache_config()
+            out.engines = sorted({r.get("engine", "") for r in snap.info_labels()})
+        else:
+            out.metrics_problem = why
+        self.inputs_result = out
+        return out
+
+    def _inputs(self) -> CheckInputs:
+        return self.inputs_result or self.inputs()
+
+    def enablement(self) -> Enablement:
+        inp = self._inputs()
+        self.enablement_result = check_enablement(
+            launch_command=inp.launch_log.launch_command,
+            log_text=inp.launch_log.log_text,
+            cache_config=inp.cache_config,
+            metrics_failure=inp.metrics_problem,
+            profile=self.profile,
+            model_default_on=self.model_default_on,
+        )
+        return self.enablement_result
+
+    def granularity(self) -> HitGranularity:
+        self.granularity_result = hit_granularity(self._inputs().cache_config)
+        return self.granularity_result
+
+    def _granularity(self) -> HitGranularity:
+        return self.granularity_result or self.granularity()
+
+    def experiment(
+        self,
+        requests: int = 5,
+        shared_prompt_tokens: int = 512,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        image_url: str | None = None,
+        max_tokens: int = 8,
+    ) -> ExperimentResult:
+        """N requests sharing ~``shared_prompt_tokens`` of system prompt and tools; tail varied."""
+        inp = self._inputs()
+        if not inp.reachable:
+            self.experiment_result = ExperimentResult(requested=requests, notes=[f"skipped: {inp.problem}"])
+            return self.experiment_result
+        gran = self._granularity()
+        self.spec = build_spec(self.client, shared_prompt_tokens, min(requests, self.max_requests), tools=tools,
+                               image_url=image_url, max_tokens=max_tokens)
+        self.experiment_result = run_experiment(
+            self.client, self.spec, requests=requests, granularity=gran, max_requests=self.max_requests,
+            max_seconds=self.max_seconds, request_timeout_s=self.request_timeout_s,
+        )
+        method = "tokenize" if self.experiment_result.shared_tokens is not None else "unknown"
+        self.fit_result = prefix_fit(self.experiment_result.shared_tokens, gran, method)
+        return self.experiment_result
+
+    def fit(self) -> PrefixFit:
+        if self.fit_result is None:
+            gran = self._granularity()
+            self.fit_result = prefix_fit(None, gran)
+        return self.fit_result
+
+    def mismatch(self, requests_jsonl: str | None) -> MismatchReport:
+        """Analyse real request bodies; token-level through /tokenize when the server offers it."""
+        if not requests_jsonl:
+            self.mismatch_result = MismatchReport(ok=False, reason="skipped: no requests_jsonl given")
+            return self.mismatch_result
+        inp = self._inputs()
+        self.mismatch_result = analyse_jsonl(
+            requests_jsonl,
+            client=self.client if inp.reachable else None,
+            unit_tokens=self._granularity().unit_tokens,
+            max_requests=max(2, self.max_requests * 10),  # tokenize calls are cheap next to generation
+        )
+        return self.mismatch_result
+
+    def retention(self, enabled: bool = True) -> RetentionResult:
+        if not enabled:
+            self.retention_result = RetentionResult("skipped", "retention_check=False")
+            return self.retention_result
+        inp = self._inputs()
+        if not inp.reachable:
+            self.retention_result = RetentionResult("unavailable", f"endpoint unreachable: {inp.problem}")
+            return self.retention_result
+        spec = self.spec or build_spec(self.client, 512, 3, tools=[])
+        self.retention_result = run_retention(
+            self.client, spec, self._granularity(), max_requests=self.max_requests, max_seconds=self.max_seconds,
+            request_timeout_s=self.request_timeout_s,
+        )
+        return self.retention_result
+
+    def verdict(self) -> Verdict:
+        inp = self._inputs()
+        retention = self.retention_result if self.retention_result and self.retention_result.status != "skipped" \
+            else None
+        self.verdict_result = decide(
+            self.enablement_result or self.enablement(),
+            self._granularity(),
+            self.experiment_result,
+            self.mismatch_result,
+            retention,
+            endpoint_problem=inp.problem,
+        )
+        return self.verdict_result
+
+    # -- figures and scraps ---------------------------------------------------------------------------
+    def figure(self, name: str) -> Any:
+        """One of ``FIGURES`` as a plotly figure, or None when its step did not run."""
+        exp, mm = self.experiment_result, self.mismatch_result
+        if name == "ttft_by_request" and exp and exp.observations:
+            return ttft_figure(exp)
+        if name == "cached_tokens_per_request" and exp and exp.observations:
+            return cached_figure(exp)
+        if name == "counter_deltas" and exp and exp.deltas.ok:
+            return deltas_figure(exp.deltas)
+        if name == "shared_prefix_distribution" and mm and mm.ok:
+            return shared_prefix_figure(mm)
+        return None
+
+    def show(self, name: str) -> Any:
+        """Display a figure (offline-capable), or a line saying why there is none."""
+        from IPython.display import HTML, display
+
+        from ..display import show_figure
+
+        fig = self.figure(name)
+        if fig is None:
+            display(HTML(f"<p><em>{name}: no data (its step did not run)</em></p>"))
+        else:
+            show_figure(fig)
+        return None
+
+    def scraps(self) -> dict[str, Any]:
+        """Plain JSON for every figure and result, keyed by scrap name."""
+        exp, mm = self.experiment_result, self.mismatch_result
+        out: dict[str, Any] = {}
+        if self.inputs_result:
+            out["inputs"] = self.inputs_result.to_dict()
+        if self.enablement_result:
+            out["enablement"] = self.enablement_result.to_dict()
+        if self.granularity_result:
+            out["granularity"] = self.granularity_result.to_dict()
+        if exp:
+            out["ttft_by_request"] = {"request": [o.index + 1 for o in exp.observations],
+                                      "ttft_s": [o.ttft_s for o in exp.observations]}
+            out["cached_tokens_per_request"] = {
+                "request": [o.index + 1 for o in exp.observations],
+                "prompt_tokens": [o.prompt_tokens for o in exp.observations],
+                "cached_tokens": [o.cached_tokens for o in exp.observations],
+                "expected_cached": [o.expected_cached for o in exp.observations],
+            }
+            out["counter_deltas"] = exp.deltas.to_dict()
+            out["experiment"] = exp.to_dict()
+        if mm:
+            out["shared_prefix_distribution"] = mm.figures() if mm.ok else {"skipped": mm.reason}
+            out["mismatch"] = mm.to_dict()
+        if self.retention_result:
+            out["retention"] = self.retention_result.to_dict()
+        v = self.verdict_result or self.verdict()
+        out["verdict"] = v.to_dict()
+        out["headline"] = v.headline()
+        return out
+
+    def glue_all(self) -> dict[str, Any]:
+        from ..scraps import glue
+
+        data = self.scraps()
+        for name, value in data.items():
+            glue(name, value)
+        return data
+
+    def save(self, run_dir: str | Path | None) -> Path | None:
+        """Write all scraps as ``<run_dir>/prefix_cache/check.json`` (a run artefact)."""
+        if not run_dir:
+            return None
+        path = Path(run_dir) / "prefix_cache" / "check.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.scraps(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return path
+
+
+FIGURES = ("ttft_by_request", "cached_tokens_per_request", "counter_deltas", "shared_prefix_distribution")

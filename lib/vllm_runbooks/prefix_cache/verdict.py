@@ -1,0 +1,243 @@
+"""The verdict, from a fixed vocabulary, with the evidence it rests on and the next step.
+
+Order of the rules, first match wins: a server with caching off explains everything else; a
+prefix below one hit unit cannot hit whatever else is right; a workload whose requests differ
+early cannot share even on a healthy server; a prefix that hit when warm but not after filling
+the KV pool is evicted; only then is a hit on every later request ``working``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..display import banner, esc
+from ..records import Record
+from .experiment import ExperimentResult
+from .granularity import HitGranularity
+from .mismatch import HISTORY, IMAGE, MODEL, SALT, SYSTEM, TEMPLATE, TOOLS, MismatchReport
+from .retention import RetentionResult
+from .sources import Enablement, enablement_summary
+
+WORKING = "working"
+DISABLED = "disabled"
+PREFIX_TOO_SHORT = "prefix_too_short"
+PREFIX_MISMATCH = "prefix_mismatch"
+EVICTED = "evicted"
+INCONCLUSIVE = "inconclusive"
+VERDICTS = (WORKING, DISABLED, PREFIX_TOO_SHORT, PREFIX_MISMATCH, EVICTED, INCONCLUSIVE)
+TONES = {WORKING: "good", INCONCLUSIVE: "unknown"}
+
+#: share of compared requests whose first difference is one component before it is "the" cause.
+MISMATCH_SHARE = 0.25
+
+NEXT_STEP_MISMATCH = {
+    SYSTEM: "Move the variable part of the system prompt ({what}) to the end of the request, e.g. into the last "
+            "user message, so the system prompt is byte-identical across requests.",
+    TOOLS: "Fix tool ordering and serialisation: send the same tool definitions in a fixed order (sorted by name) "
+           "with identical content on every request.",
+    HISTORY: "Keep earlier turns byte-identical: do not rewrite, re-summarise or truncate history mid-session.",
+    IMAGE: "Keep images at the same position and with the same bytes (same URL or data) across requests.",
+    TEMPLATE: "Send the same chat_template and chat_template_kwargs for every request of a workload.",
+    SALT: "Use one cache_salt per tenant or session, not per request: salted requests share no block.",
+    MODEL: "Send a session's requests to the same model name / LoRA adapter: each has its own cache.",
+}
+
+
+@dataclass
+class Verdict(Record):
+    """The runbook's conclusion: one of ``VERDICTS``, why, and what to do next."""
+
+    SCHEMA = "prefix_cache_verdict"
+    verdict: str
+    summary: str
+    evidence: list[str] = field(default_factory=list)
+    next_step: str = ""
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def headline(self) -> dict[str, Any]:
+        return {"runbook": "prefix_cache_check", "verdict": self.verdict, "figures": self.figures}
+
+    def _repr_html_(self) -> str:
+        tone = TONES.get(self.verdict, "bad")
+        items = "".join(f"<li>{esc(e)}</li>" for e in self.evidence)
+        return (
+            banner(f"Verdict: {self.verdict}", self.summary, tone)
+            + f"<p><b>Next step:</b> {esc(self.next_step)}</p><ul>{items}</ul>"
+        )
+
+
+def decide(
+    enablement: Enablement | None,
+    granularity: HitGranularity | None,
+    experiment: ExperimentResult | None = None,
+    mismatch: MismatchReport | None = None,
+    retention: RetentionResult | None = None,
+    *,
+    endpoint_problem: str = "",
+) -> Verdict:
+    evidence: list[str] = []
+    figures: dict[str, Any] = {}
+    if enablement is not None:
+        evidence.append("enablement: " + enablement_summary(enablement))
+        evidence += [f"sources disagree: {c}" for c in enablement.conflicts]
+        figures["enabled"] = enablement.effective
+        figures["sources_agree"] = enablement.agree
+    unit = granularity.unit_tokens if granularity else None
+    if granularity is not None:
+        figures["min_hit_tokens"] = unit
+        figures["block_size"] = granularity.block_size
+        evidence.append(f"smallest possible hit: {unit} tokens (units {granularity.units})")
+    if endpoint_problem:
+        evidence.append(f"endpoint: {endpoint_problem}")
+
+    exp_ok = experiment is not None and bool(experiment.ok_observations)
+    hits_seen = False
+    if experiment is not None:
+        figures.update(experiment.figures())
+        d = experiment.deltas
+        later = experiment.later_cached()
+        hits_seen = any(c > 0 for c in later) or bool(d.hits)
+        evidence.append(
+            f"experiment: {len(experiment.ok_observations)}/{len(experiment.observations)} requests ok; "
+            f"cached_tokens {[o.cached_tokens for o in experiment.observations]}; shared prefix "
+            f"{experiment.shared_tokens} tokens → expected {experiment.expected_cached} cached per later request"
+        )
+        evidence.append(
+            f"counter deltas: queries {d.queries}, hits {d.hits}, prompt_tokens_cached {d.prompt_tokens_cached}"
+            + (f" ({d.reason})" if not d.ok else "")
+            + f"; counters agree with responses: {experiment.counters_agree()}"
+        )
+        ft, lt = experiment.first_ttft(), experiment.later_ttft_median()
+        if ft is not None and lt is not None:
+            evidence.append(f"TTFT first {ft:.4f} s vs later median {lt:.4f} s")
+        if len(d.hits_by_engine) > 1:
+            evidence.append(f"hits by engine {d.hits_by_engine}: each data-parallel engine has its own cache")
+    if mismatch is not None and mismatch.ok:
+        figures["mismatch"] = mismatch.figures()
+        evidence.append(
+            f"request analysis ({mismatch.method}): first differences {mismatch.component_counts}; median shared "
+            f"prefix {mismatch.median_shared()} tokens"
+        )
+        if mismatch.example is not None and mismatch.cause:
+            e = mismatch.example
+            evidence.append(
+                f"first difference in {e.component}: {e.detail}; earlier «{e.snippet_a}» later «{e.snippet_b}»"
+                + (f" — looks like a {e.looks_like}" if e.looks_like else "")
+            )
+    elif mismatch is not None:
+        evidence.append(f"request analysis not run: {mismatch.reason}")
+    if retention is not None:
+        figures["retention"] = retention.figures()
+        evidence.append(f"retention: {retention.status} — {retention.reason}")
+
+    def out(verdict: str, summary: str, step: str) -> Verdict:
+        return Verdict(verdict, summary, evidence, step, figures)
+
+    # 1. disabled
+    if enablement is not None and enablement.effective == "off" and not hits_seen:
+        return out(
+            DISABLED,
+            f"prefix caching is off ({enablement.effective_from})",
+            "Add --enable-prefix-caching to the launch command and restart (hybrid models such as Kimi K3 need it "
+            "explicitly); then cache_config_info should show enable_prefix_caching=\"True\".",
+        )
+    if (
+        exp_ok
+        and experiment is not None
+        and experiment.deltas.ok
+        and experiment.deltas.queries == 0
+        and experiment.sum_prompt_tokens() > 0
+        and not hits_seen
+        and (enablement is None or enablement.effective != "on")
+    ):
+        return out(
+            DISABLED,
+            "the prefix cache was never queried while requests were served",
+            "Add --enable-prefix-caching to the launch command and restart.",
+        )
+    if enablement is not None and enablement.effective == "off" and hits_seen:
+        evidence.append("enablement sources say off, yet hits were observed: the endpoint is not the server launched")
+
+    # 2. the controlled shared prefix is below one unit
+    if exp_ok and experiment is not None and unit and experiment.shared_tokens is not None:
+        if experiment.shared_tokens < unit:
+            return out(
+                PREFIX_TOO_SHORT,
+                f"the shared prefix is {experiment.shared_tokens} tokens, below the {unit}-token unit: it never hits",
+                f"Share at least {unit} tokens: put stable instructions and tool definitions first so the shared "
+                f"prefix spans whole blocks; anything past the last full block is recomputed anyway.",
+            )
+
+    # 3. the workload's requests differ early
+    if mismatch is not None and mismatch.ok and mismatch.cause and mismatch.cause_share >= MISMATCH_SHARE:
+        what = (mismatch.example.looks_like if mismatch.example else "") or "whatever changes per request"
+        step = NEXT_STEP_MISMATCH.get(mismatch.cause, "Make the early part of every request identical.").format(
+            what=what
+        )
+        return out(
+            PREFIX_MISMATCH,
+            f"requests stop sharing at the {mismatch.cause.replace('_', ' ')} "
+            f"({mismatch.cause_share:.0%} of requests; median shared prefix {mismatch.median_shared()} tokens)",
+            step,
+        )
+    if mismatch is not None and mismatch.ok and not mismatch.cause and unit:
+        med = mismatch.median_shared()
+        if med is not None and med < unit:
+            return out(
+                PREFIX_TOO_SHORT,
+                f"the workload's requests share {med} tokens (median), below the {unit}-token unit",
+                f"Share at least {unit} tokens of identical prefix (stable instructions and tools first).",
+            )
+
+    # 4. evicted before reuse
+    if retention is not None and retention.status == "evicted":
+        return out(
+            EVICTED,
+            retention.reason,
+            "Size the KV cache up (--gpu-memory-utilization, --kv-cache-memory-bytes, a smaller --max-model-len) or "
+            "lower concurrency (--max-num-seqs), and route a session to the same engine so its prefix is reused "
+            "before it ages out of the LRU.",
+        )
+
+    # 5. working
+    if exp_ok and experiment is not None:
+        expected = experiment.expected_cached
+        later = experiment.later_cached()
+        if experiment.cached_reported and later and expected:
+            if all(c >= expected for c in later):
+                summary = f"every later request took {expected} tokens from cache"
+                if experiment.counters_agree() is False:
+                    summary += " (counter deltas disagree: other traffic on this server?)"
+                return out(WORKING, summary, "Nothing to change; keep this run as the baseline for later checks.")
+        elif not experiment.cached_reported and experiment.deltas.hits and expected:
+            n_later = len(experiment.later)
+            if experiment.deltas.hits >= expected * n_later:
+                return out(
+                    WORKING,
+                    f"prefix_cache_hits rose by {experiment.deltas.hits:.0f} tokens ({n_later} later requests)",
+                    "Nothing to change; start the server with --enable-prompt-tokens-details for per-request proof.",
+                )
+        if hits_seen:
+            return out(
+                INCONCLUSIVE,
+                f"some hits, but not the full shared prefix on every later request (cached {later}, "
+                f"expected {expected})",
+                "Re-run with retention_check=True and check for other traffic or several engines (route a session "
+                "to the same engine).",
+            )
+        return out(
+            INCONCLUSIVE,
+            "caching is on and the prefix is long enough, yet no request hit",
+            "Run the retention check (KV pressure evicts prefixes) and check whether requests spread across "
+            "data-parallel engines or replicas; route a session to the same engine.",
+        )
+    if experiment is not None and not exp_ok:
+        errors = {o.error for o in experiment.observations if o.error}
+        reason = "; ".join(sorted(errors))[:300] or endpoint_problem or "; ".join(experiment.notes) or "no request"
+        return out(INCONCLUSIVE, f"the experiment could not run: {reason}", "Fix the endpoint and re-run.")
+    return out(
+        INCONCLUSIVE,
+        endpoint_problem or "not enough evidence: no experiment ran",
+        "Point the runbook at a reachable endpoint and re-run.",
+    )
