@@ -8,6 +8,7 @@ because no classifier can be right on them except by guessing.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,11 @@ from typing import Any
 from .classify import diagnose_text
 from .signatures import LABELS
 
-DEV_CORPUS = Path("/work/shared/corpus/logs_dev.jsonl")
+# The team's labelled corpus sits beside the checkout (../shared/); override with VLLM_RUNBOOKS_CORPUS.
+DEV_CORPUS = Path(
+    os.environ.get("VLLM_RUNBOOKS_CORPUS")
+    or Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "logs_dev.jsonl"
+)
 
 
 def load_corpus(path: str | Path = DEV_CORPUS) -> list[dict[str, Any]]:
