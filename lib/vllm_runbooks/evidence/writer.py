@@ -10,16 +10,14 @@ Layout::
 
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
 import json
-import secrets
 from pathlib import Path
 from typing import Any
 
 from .. import redact
 from ..probe import DEFAULT_TIMEOUT_S, Options
 from ..records import utc_now
+from ..runner import new_run_dir, sha256_file
 from .collectors import Context, run_collectors
 from .model import Evidence, Item
 from .sources import BundleSource, LocalSource, Source
@@ -36,21 +34,7 @@ def repo_root(start: Path | None = None) -> Path:
 
 def resolve_run_dir(run_dir: str | Path | None) -> Path:
     """The given run dir, or a new ``runs/<timestamp>-interactive-<id>`` (never an existing one)."""
-    if run_dir:
-        return Path(run_dir)
-    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    while True:
-        p = repo_root() / "runs" / f"{stamp}-interactive-{secrets.token_hex(3)}"
-        if not p.exists():
-            return p
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return Path(run_dir) if run_dir else new_run_dir(label="interactive")
 
 
 def open_source(source: str | Path, opts: Options) -> Source:
