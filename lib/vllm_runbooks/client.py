@@ -318,6 +318,18 @@ class EndpointClient:
             body["prompt"] = prompt or ""
         return self._request("POST", "/tokenize", json_body=body, timeout_s=timeout_s)
 
+    def token_ids(
+        self, messages: Sequence[Mapping[str, Any]], *, timeout_s: float | None = 30.0, **extra: Any
+    ) -> tuple[list[int] | None, str]:
+        """Token ids of a chat request as the server renders it, or None and why not."""
+        given = {k: v for k, v in extra.items() if v is not None}
+        resp = self.tokenize(messages=messages, timeout_s=timeout_s, **given)
+        if resp.ok and isinstance(resp.data, dict) and isinstance(resp.data.get("tokens"), list):
+            return [int(t) for t in resp.data["tokens"]], ""
+        if resp.failure is None:
+            return None, "no tokens in reply"
+        return None, (resp.failure.error_message or resp.failure.message)[:200]
+
     def completion(
         self, prompt: str, *, max_tokens: int = 16, timeout_s: float | None = None, **params: Any
     ) -> Response:
@@ -551,19 +563,10 @@ def _sse_events(lines: Iterator[str], deadline: float) -> Iterator[Any]:
             return
         if line == "":
             if data:
-                payload = "\n".join(data)
+                event = _sse_payload(data)
                 data = []
-                if payload.strip() == "[DONE]":
-                    yield "[DONE]"
-                    continue
-                try:
-                    yield json.loads(payload)
-                except ValueError as exc:
-                    yield Failure(
-                        FailureKind.MALFORMED_SSE,
-                        f"data is not JSON: {exc}",
-                        body_excerpt=payload[:BODY_EXCERPT_CHARS],
-                    )
+                yield event
+                if isinstance(event, Failure):
                     return
             continue
         if line.startswith(":"):
@@ -582,18 +585,18 @@ def _sse_events(lines: Iterator[str], deadline: float) -> Iterator[Any]:
             )
             return
     if data:  # last event without its blank line
-        payload = "\n".join(data)
-        if payload.strip() == "[DONE]":
-            yield "[DONE]"
-            return
-        try:
-            yield json.loads(payload)
-        except ValueError as exc:
-            yield Failure(
-                FailureKind.MALFORMED_SSE,
-                f"data is not JSON: {exc}",
-                body_excerpt=payload[:BODY_EXCERPT_CHARS],
-            )
+        yield _sse_payload(data)
+
+
+def _sse_payload(data: list[str]) -> Any:
+    """One event's joined data lines: "[DONE]", the decoded JSON, or a MALFORMED_SSE failure."""
+    payload = "\n".join(data)
+    if payload.strip() == "[DONE]":
+        return "[DONE]"
+    try:
+        return json.loads(payload)
+    except ValueError as exc:
+        return Failure(FailureKind.MALFORMED_SSE, f"data is not JSON: {exc}", body_excerpt=payload[:BODY_EXCERPT_CHARS])
 
 
 __all__ = [

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Sequence
-from typing import Any
+
+from ..display import esc
 
 COLORS = {
     "compatible": "#1a7f37",
@@ -23,10 +23,6 @@ COLORS = {
     "met": "#1a7f37",
     "unmet": "#cf222e",
 }
-
-
-def esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value))
 
 
 def badge(text: str) -> str:

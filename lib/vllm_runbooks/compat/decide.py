@@ -41,25 +41,6 @@ VERDICTS = (
     "unknown",
 )
 OK_VERDICTS = VERDICTS[:3]
-LOG_LABELS = (
-    "driver_too_old",
-    "forward_compat_unsupported",
-    "container_toolkit_requirement",
-    "libcuda_missing",
-    "no_gpu_visible",
-    "nvml_mismatch",
-    "arch_unsupported",
-    "oom_weights",
-    "oom_runtime",
-    "kv_cache_insufficient",
-    "nccl_error",
-    "shm_insufficient",
-    "abi_or_wheel_mismatch",
-    "tool_call_parse_error",
-    "other_config_error",
-    "healthy",
-    "unrecognized_error",
-)
 # Where a finding sends the investigation once the driver is ruled out.
 ROUTES = {
     "communication backend": ("nccl_error", "shm_insufficient"),

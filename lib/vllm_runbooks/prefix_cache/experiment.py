@@ -101,11 +101,7 @@ def count_tokens(client: EndpointClient | None, messages: Sequence[Mapping[str, 
 
 
 def token_ids(client: EndpointClient, messages: Sequence[Mapping[str, Any]], **extra: Any) -> list[int] | None:
-    body = {k: v for k, v in extra.items() if v is not None}
-    resp = client.tokenize(messages=messages, timeout_s=30, **body)
-    if resp.ok and isinstance(resp.data, dict) and isinstance(resp.data.get("tokens"), list):
-        return [int(t) for t in resp.data["tokens"]]
-    return None
+    return client.token_ids(messages, **extra)[0]
 
 
 def common_prefix_len(a: Sequence[Any], b: Sequence[Any]) -> int:

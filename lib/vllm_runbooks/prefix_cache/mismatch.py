@@ -30,6 +30,7 @@ from typing import Any
 from ..client import EndpointClient
 from ..display import banner, esc, html_table
 from ..records import Record
+from .experiment import common_prefix_len
 
 # Components, in the order they are checked (and, roughly, rendered).
 MODEL = "model_or_adapter"
@@ -311,19 +312,7 @@ def canonical_rendering(body: Mapping[str, Any]) -> str:
 
 def tokenize_request(client: EndpointClient, body: Mapping[str, Any]) -> tuple[list[int] | None, str]:
     extra = {k: body[k] for k in TOKENIZE_KEYS if body.get(k) is not None}
-    resp = client.tokenize(messages=body.get("messages") or [], timeout_s=30, **extra)
-    if resp.ok and isinstance(resp.data, dict) and isinstance(resp.data.get("tokens"), list):
-        return [int(t) for t in resp.data["tokens"]], ""
-    why = resp.failure.error_message if resp.failure else "no tokens in reply"
-    return None, (why or (resp.failure.message if resp.failure else ""))[:200]
-
-
-def _common(a: Sequence[Any], b: Sequence[Any]) -> int:
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
+    return client.token_ids(body.get("messages") or [], **extra)
 
 
 # -- the report -----------------------------------------------------------------------------------------
@@ -457,7 +446,7 @@ def analyse_requests(
             continue
         best_j, best = i - 1, -1
         for j in range(i - 1, max(-1, i - 1 - MAX_COMPARE_BACK), -1):
-            n = _common(seqs[i], seqs[j])
+            n = common_prefix_len(seqs[i], seqs[j])
             if n > best:
                 best_j, best = j, n
         shared = int(best * scale)
