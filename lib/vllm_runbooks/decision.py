@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ class DecisionInputs(Record):
         from .display import html_table
 
         rows = [
-            {"input": f.name, "value": getattr(self.inputs, f.name),
+            {"input": f.name, "value": _shown(getattr(self.inputs, f.name)),
              "from": "parameter" if f.name in self.overrides.values()
              else self.inputs.sources.get(f.name) or self.inputs.derived.get(f.name)}
             for f in dataclasses.fields(self.inputs)
@@ -54,6 +55,13 @@ class DecisionInputs(Record):
         head = f"<p><b>Evidence:</b> {self.evidence_path or '—'} ({self.evidence_note})</p>"
         logs = "<p><b>Logs:</b> " + (", ".join(self.log_paths) or "none") + "</p>"
         return head + logs + html_table(rows, ["input", "value", "from"])
+
+
+def _shown(value: Any) -> Any:
+    """A launch command reads best as one shell line, not a column of words."""
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return shlex.join(value)
+    return value
 
 
 def find_evidence(evidence_dir: str | Path | None) -> Path | None:
@@ -155,6 +163,7 @@ def log_findings(logs: LogDiagnoses) -> list[dict[str, Any]]:
         {"label": f.label, "line": f.line, "text": f.text, "source": d.source}
         for d in logs
         for f in d.findings
+        if f.label != "unrecognized_error"  # unexplained errors cannot confirm or contradict a verdict
     ]
 
 
