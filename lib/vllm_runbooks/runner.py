@@ -189,7 +189,9 @@ def run_runbook(
             cwd=str(REPO_ROOT),
             execution_timeout=execution_timeout_s,
             request_save_on_cell_execute=True,
-            # Steps report live on stderr (collectors as they run); the notebook keeps them too.
+            # Steps report live (collectors as they run) on our stderr, keeping stdout for the summary;
+            # the notebook keeps the same lines.
+            stdout_file=sys.stderr if progress else None,
             stderr_file=sys.stderr if progress else None,
         )
     except Exception as exc:  # papermill raises PapermillExecutionError; keep any failure as evidence

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -134,11 +133,11 @@ def run_collectors(ctx: Context, only: list[str] | None = None) -> dict[str, Ite
 
 
 def _report_progress(name: str, item: Item) -> None:
-    """One stderr line per collector: the CLI streams the kernel's stderr, so on-call sees it live."""
+    """One line per collector: the CLI streams the kernel's output, so on-call sees it live."""
     duration = getattr(item, "duration_s", None)
     took = f" ({duration:.1f} s)" if isinstance(duration, int | float) else ""
     reason = f" — {item.reason}" if item.reason and item.status != OK else ""
-    print(f"[evidence] {name}: {item.status}{took}{reason}"[:300], file=sys.stderr, flush=True)
+    print(f"[evidence] {name}: {item.status}{took}{reason}"[:300], flush=True)
 
 
 def _grouped_reasons(parts: dict[str, Captured]) -> list[str]:
