@@ -51,8 +51,13 @@ def main() -> int:
         try:
             target_dir = new_run_dir(label="demo-target")
             endpoint = {"endpoint": handle.base_url, "model": handle.model}
+            launch = " ".join(["python", "-m", "vllm.entrypoints.openai.api_server", *handle.args])
+            extra = {
+                "canary_validation": {"server_log": handle.log_path},
+                "prefix_cache_check": {"log_path": handle.log_path, "launch_command": launch},
+            }
             for name in target_books:
-                _run(name, endpoint, target_dir, results)
+                _run(name, {**endpoint, **extra.get(name, {})}, target_dir, results)
         finally:
             stopped = stop_target("demo")
             print(f"demo: target stopped ({stopped.signal or 'not running'})")
