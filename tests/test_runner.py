@@ -122,3 +122,42 @@ def test_cli_exit_codes_and_secret_parameters(templates: Path, tmp_path: Path, m
             assert secret not in path.read_text(encoding="utf-8", errors="replace"), path
     assert main(["run", "boom", "--run-dir", str(run_dir), "--no-progress"]) == 1
     assert main(["run", "smoke", "--run-dir", str(run_dir), "--no-progress"]) == 2
+
+
+def test_corrupt_run_json_is_refused_before_running(templates: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_text("garbage{")
+    with pytest.raises(runner.RunbookError, match="unreadable"):
+        runner.run_runbook("smoke", {}, run_dir, templates=templates)
+    assert (run_dir / "run.json").read_text() == "garbage{"
+    assert not (run_dir / "01_smoke.ipynb").exists()
+
+
+def test_endpoint_with_credentials_is_refused_not_silently_rewritten(templates: Path, tmp_path: Path) -> None:
+    with pytest.raises(runner.RunbookError, match="api_key_env"):
+        runner.run_runbook("smoke", {"endpoint": "http://admin:pw@node:8000"}, tmp_path / "run", templates=templates)
+    assert not (tmp_path / "run" / "01_smoke.ipynb").exists()
+
+
+def test_concurrent_records_are_not_lost(tmp_path: Path) -> None:
+    """Several runbooks finishing at once in one run directory each keep their entry."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def record(i: int) -> None:
+        runner.record_run(tmp_path, runner.RunbookResult(
+            name=f"book{i}", notebook="", html=None, status="ok", started_at="", ended_at="",
+            duration_s=0.0, parameters={}, run_dir=str(tmp_path)))
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(record, range(40)))
+    names = {r["name"] for r in runner.load_run(tmp_path)["runbooks"]}
+    assert names == {f"book{i}" for i in range(40)}
+
+
+@pytest.mark.slow
+def test_fail_on_verdict_exit_code(templates: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(runner, "RUNBOOKS_DIR", templates)
+    args = ["run", "smoke", "--no-progress", "--fail-on-verdict", "pass"]
+    assert main([*args, "--run-dir", str(tmp_path / "a")]) == 3
+    assert main(["run", "smoke", "--no-progress", "--fail-on-verdict", "fail", "--run-dir", str(tmp_path / "b")]) == 0

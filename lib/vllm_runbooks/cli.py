@@ -16,6 +16,9 @@ from .runner import (
     run_runbook,
 )
 
+#: Exit codes of `run`: a step raised (the notebook is saved), refused before running, verdict not accepted.
+EXIT_FAILED, EXIT_REFUSED, EXIT_VERDICT = 1, 2, 3
+
 # Areas register their own sub-commands; a module that fails to import is reported, not fatal.
 COMMAND_MODULES = (
     "vllm_runbooks.cli_evidence",
@@ -37,6 +40,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--kernel", help="Jupyter kernel name (default: the notebook's)")
     parser.add_argument("--no-progress", action="store_true", help="hide papermill's cell progress bar")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--fail-on-verdict", nargs="+", default=[], metavar="VERDICT",
+                        help=f"exit {EXIT_VERDICT} when the runbook's verdict is one of these "
+                        "(for schedulers: e.g. --fail-on-verdict fail incomplete)")
     parser.set_defaults(func=_cmd_run)
 
     lister = sub.add_parser("list", help="list the runbooks in procedure order")
@@ -65,7 +71,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(result.to_json())
     else:
         print(summarise([result]))
-    return 0 if result.status == "ok" else 1
+    if result.status != "ok":
+        return EXIT_FAILED
+    verdict = (result.headline or {}).get("verdict")
+    if verdict in args.fail_on_verdict:
+        print(f"vllm-runbooks: verdict {verdict!r} is one of --fail-on-verdict", file=sys.stderr)
+        return EXIT_VERDICT
+    return 0
 
 
 def summarise(results: Sequence) -> str:
@@ -137,12 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except RunbookError as exc:
+    except (RunbookError, FileNotFoundError) as exc:
         print(f"vllm-runbooks: {exc}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as exc:
-        print(f"vllm-runbooks: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_REFUSED
 
 
 def dump_json(obj: object) -> None:

@@ -8,8 +8,10 @@ overwritten: a second execution of the same runbook into the same directory is r
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
+import fcntl
 import hashlib
 import json
 import os
@@ -21,7 +23,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 RUNBOOKS_DIR = Path(os.environ.get("VLLM_RUNBOOKS_TEMPLATES", REPO_ROOT / "runbooks"))
 DEFAULT_RUNS_DIR = Path(os.environ.get("VLLM_RUNBOOKS_RUNS", REPO_ROOT / "runs"))
 RUN_JSON = "run.json"
+LOCK_FILE = ".run.lock"
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 _TEMPLATE_RE = re.compile(r"^(\d\d)_(.+)\.ipynb$")
 
@@ -165,9 +168,11 @@ def run_runbook(
     output = run_path / template.name
     if output.exists():
         raise RunbookError(f"{output} already exists: a run never overwrites another; use a new --run-dir")
+    _check_run_json(run_path)
     # Parameters are redacted before papermill writes them into the notebook: a secret passed
     # by mistake (an --api-key in a launch command) must not land in shared evidence.
     params = redact_parameters(dict(parameters or {}))
+    _refuse_altered_targets(dict(parameters or {}), params)
     params["run_dir"] = str(run_path)
     short = _TEMPLATE_RE.match(template.name).group(2)  # type: ignore[union-attr]
 
@@ -234,6 +239,43 @@ def run_suite(
     ]
 
 
+#: Parameters the runbooks act on (not just record): redacting them would silently change what is tested.
+TARGET_PARAMETERS = ("endpoint",)
+
+
+def _refuse_altered_targets(raw: Mapping[str, Any], redacted: Mapping[str, Any]) -> None:
+    for key in TARGET_PARAMETERS:
+        if key in raw and raw[key] != redacted.get(key):
+            raise RunbookError(
+                f"parameter {key!r} carries a credential (user:password@ or a token in the URL); "
+                "give the URL without it and put the key in the variable named by api_key_env"
+            )
+
+
+def _check_run_json(run_dir: Path) -> None:
+    """Refuse to add to a run whose record cannot be read: the result would be lost."""
+    path = run_dir / RUN_JSON
+    if not path.exists():
+        return
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or not isinstance(data.get("runbooks"), list):
+            raise ValueError("not a run record")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise RunbookError(f"{path} is unreadable ({exc}); it is left as it is: use a new --run-dir") from exc
+
+
+@contextlib.contextmanager
+def _run_lock(run_dir: Path) -> Iterator[None]:
+    """Serialise run.json updates of runbooks executed concurrently into one run directory."""
+    with (run_dir / LOCK_FILE).open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _describe_error(exc: BaseException) -> str:
     ename = getattr(exc, "ename", None)
     evalue = getattr(exc, "evalue", None)
@@ -292,6 +334,11 @@ def _render_html(notebook: Path) -> Path | None:
 
 def record_run(run_dir: Path, result: RunbookResult) -> dict[str, Any]:
     """Add one runbook result to run.json and refresh the artefact manifest."""
+    with _run_lock(run_dir):
+        return _record_run_locked(run_dir, result)
+
+
+def _record_run_locked(run_dir: Path, result: RunbookResult) -> dict[str, Any]:
     path = run_dir / RUN_JSON
     data: dict[str, Any]
     if path.exists():
@@ -312,9 +359,9 @@ def record_run(run_dir: Path, result: RunbookResult) -> dict[str, Any]:
     data["artefacts"] = {
         str(p.relative_to(run_dir)): sha256_file(p)
         for p in sorted(run_dir.rglob("*"))
-        if p.is_file() and p.name != RUN_JSON
+        if p.is_file() and p.name not in (RUN_JSON, LOCK_FILE) and not p.name.endswith(".json.tmp")
     }
-    tmp = path.with_suffix(".json.tmp")
+    tmp = path.with_name(f"{RUN_JSON}.{os.getpid()}.json.tmp")
     tmp.write_text(json.dumps(redact_obj(data), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(path)
     return data
