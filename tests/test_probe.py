@@ -82,3 +82,29 @@ def test_cli_register_probe_and_write_script(tmp_path: Path) -> None:
     assert (tmp_path / "b.tar.gz").is_file() and (tmp_path / "b" / "probe.json").is_file()
     args = parser.parse_args(["probe"])
     assert args.func(args) == 2
+
+
+def test_running_vllm_process_is_found_and_redacted(tmp_path: Path) -> None:
+    """With no launch command, container or pid, the probe reads a running vLLM server's argv and env."""
+    import sys
+
+    secret = "sk-runningProcessSecret0123456789"
+    env = {**os.environ, "HF_TOKEN": "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", "NCCL_DEBUG": "WARN"}
+    # A stand-in whose command line reads like `vllm serve`; it blocks on stdin until closed.
+    fake = subprocess.Popen(
+        [sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()",
+         "vllm", "serve", "tiny", "--api-key", secret],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+    )
+    try:
+        assert fake.stdout.readline() == b"up\n"  # type: ignore[union-attr]  # running: its argv is visible
+        assert fake.pid in probe.find_vllm_processes()
+        ev = collect_evidence("local", run_dir=tmp_path / "run", only=["launch"])
+    finally:
+        fake.stdin.close()  # type: ignore[union-attr]
+        fake.wait(timeout=30)
+    launch = ev.items["launch"]
+    assert launch.status == "ok", launch.reason
+    everything = "".join(p.read_text(errors="replace") for p in (tmp_path / "run").rglob("*") if p.is_file())
+    assert "serve" in everything and "auto-detected" in everything
+    assert secret not in everything and "hf_runningProcessSecret" not in everything

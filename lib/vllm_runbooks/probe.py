@@ -329,24 +329,30 @@ def _capture_raw(name: str, opts: Options) -> Captured:
     if name == "collect_env.txt":
         return run([opts.python, "-m", "vllm.collect_env"], max(t, 120.0))
     if name == "env.txt":
-        if opts.pid:
-            got = read_path(f"/proc/{opts.pid}/environ")
-            got.argv = [f"/proc/{opts.pid}/environ"]
+        pid = opts.pid or (None if opts.launch_command or opts.container else _detected_pid())
+        if pid:
+            got = read_path(f"/proc/{pid}/environ")
+            got.argv = [f"/proc/{pid}/environ" + ("" if opts.pid else " (auto-detected vLLM process)")]
+            if got.data:
+                got.data = got.data.replace(b"\0", b"\n")
             return got
         lines = [f"{k}={v}" for k, v in sorted(os.environ.items()) if INTERESTING_ENV.match(k)]
         return Captured(name, "ok", data="\n".join(lines).encode(), argv=["<probe environment>"])
     if name == "launch-command.txt":
         if opts.launch_command:
             return Captured(name, "ok", data=opts.launch_command.encode(), argv=["<parameter>"])
-        if opts.pid:
-            got = read_path(f"/proc/{opts.pid}/cmdline")
+        pid = opts.pid or (None if opts.container else _detected_pid())
+        if pid:
+            got = read_path(f"/proc/{pid}/cmdline")
             if got.data:
                 got.data = shlex.join(
                     a.decode("utf-8", "replace") for a in got.data.rstrip(b"\0").split(b"\0")
                 ).encode()
-            got.argv = [f"/proc/{opts.pid}/cmdline"]
+            got.argv = [f"/proc/{pid}/cmdline" + ("" if opts.pid else " (auto-detected vLLM process)")]
             return got
-        return Captured(name, "unavailable", reason="no launch command, container or pid given")
+        return Captured(
+            name, "unavailable", reason="no launch command, container or pid given, and no running vLLM process found"
+        )
     if name == "vllm-version.json":
         return (
             http_get_version(opts.endpoint, t)
@@ -533,6 +539,29 @@ def write_bundle(out: Path, opts: Options, make_tar: bool = False) -> dict[str, 
             tf.add(out, arcname=out.name)
         meta["tar"] = str(tar_path)
     return meta
+
+
+def find_vllm_processes(proc: str = "/proc") -> list[int]:
+    """PIDs whose command line is a vLLM server (`vllm serve …` or the OpenAI api_server module)."""
+    found = []
+    for entry in os.listdir(proc) if os.path.isdir(proc) else []:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(os.path.join(proc, entry, "cmdline"), "rb") as handle:
+                argv = [a.decode("utf-8", "replace") for a in handle.read(65536).split(b"\0") if a]
+        except OSError:
+            continue
+        serve = any(os.path.basename(a) == "vllm" and b == "serve" for a, b in zip(argv, argv[1:], strict=False))
+        if serve or "vllm.entrypoints.openai.api_server" in argv:
+            found.append(int(entry))
+    return sorted(found)
+
+
+def _detected_pid() -> int | None:
+    """The API server when one vLLM runs here (the lowest pid: engine workers are its children)."""
+    pids = find_vllm_processes()
+    return pids[0] if pids else None
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:

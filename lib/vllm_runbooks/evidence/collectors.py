@@ -643,11 +643,10 @@ def collect_launch(ctx: Context) -> Item:
         got = ctx.read("launch-command.txt")
         if got.data:
             argv = P.split_command(got.data.decode("utf-8", "replace"))
-            origin = (
-                "process"
-                if ctx.opts.pid and ctx.source.kind == "local"
-                else ("bundle" if ctx.source.kind == "bundle" else "parameter")
-            )
+            if ctx.source.kind == "bundle":
+                origin = "bundle"
+            else:  # local: the probe read a process, the one given by pid or the vLLM it found running
+                origin = "process" if ctx.opts.pid else "process (auto-detected)"
     if cont and cont.value.get("env"):
         env = dict(cont.value["env"])
     e = ctx.read("env.txt")
