@@ -19,8 +19,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         description="Decide whether an image's CUDA runs on this driver/GPU. Flags override "
         "values read from --evidence.",
     )
-    p.add_argument("--image-cuda", help="image CUDA version, e.g. 13.0 or 13.0.1")
-    p.add_argument("--driver", help="host driver version, e.g. 575.57.08")
+    p.add_argument("--image-cuda", help="image CUDA major.minor[.patch], e.g. 13.0 or 13.0.1, or a vLLM tag cu130")
+    p.add_argument("--driver", help="full host driver version as nvidia-smi prints it, e.g. 575.57.08")
     p.add_argument("--gpu", help="GPU name as nvidia-smi prints it, e.g. 'NVIDIA H200'")
     p.add_argument("--compute-capability", help="e.g. 9.0 (derived from --gpu when omitted)")
     p.add_argument("--brand", choices=BRAND_CLASSES, help="brand class (derived from --gpu when omitted)")
@@ -58,6 +58,11 @@ def build_inputs(args: argparse.Namespace) -> CompatInputs:
             setattr(inputs, k, v)
             inputs.sources[k] = "cli"
             inputs.derived.pop(k, None)
+    if args.driver is not None and inputs.sources.get("driver_cuda_version", "cli") != "cli":
+        # The evidence's driver CUDA belongs to the evidence's driver, not to the one given here.
+        inputs.driver_cuda_version = None
+        inputs.derived["driver_cuda_version"] = "evidence value dropped: --driver overrides the evidence's driver"
+        inputs.sources.pop("driver_cuda_version", None)
     if args.gpu is not None:
         if args.compute_capability is None:
             inputs.compute_capability = None

@@ -27,14 +27,14 @@ def branch_verdict(
 ) -> tuple[str, str]:
     """Verdict for an image on a driver branch, read as "a current release of that branch".
 
-    The decision runs with the branch number as the driver version (the branch's earliest possible
+    The decision runs with `<branch>.0` as the driver version (the branch's earliest possible
     release); if the branch also holds the image's published minimum, the cell says natively
     compatible from that release, which is what an upgrade within the branch gives.
     """
     facts = load_facts()
     inputs = CompatInputs(
         image_cuda_version=image_cuda,
-        driver_version=str(branch),
+        driver_version=f"{branch}.0",  # the branch's earliest possible release, as a well-formed version
         compute_capability=compute_capability,
         brand_class=brand_class,
         compat_libs=compat_libs,

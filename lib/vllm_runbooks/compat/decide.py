@@ -25,6 +25,9 @@ from .facts import (
     cmp_version,
     decode_cuda_int,
     load_facts,
+    parse_compute_capability,
+    parse_cuda_version,
+    parse_driver_version,
     parse_version,
     vstr,
 )
@@ -252,7 +255,8 @@ def _arch_check(img: tuple[int, ...], cc: tuple[int, ...]) -> tuple[bool | None,
     used: list[Fact] = []
     risks: list[Risk] = []
     ok: bool | None = True
-    if img[0] >= 13:
+    known_major = img[0] in facts.data_cuda_majors()
+    if img[0] == 13:
         floor = facts.cuda13_min_cc()
         f = _fact(
             "architecture_support.cuda13_floor",
@@ -304,15 +308,37 @@ def _arch_check(img: tuple[int, ...], cc: tuple[int, ...]) -> tuple[bool | None,
                         "arch_partial", "warning", f"CC {vstr(cc)}: {mt['min_cuda']}. {mt.get('note', '')}".strip(), [f]
                     )
                 )
+    if ok and not known_major:
+        # The data stops at the majors in its toolkit table: no floor, no "ongoing" claim reaches further.
+        ok = None
+        reasons.append(
+            f"The data has no architecture facts for CUDA {img[0]}.x (its toolkit table covers CUDA "
+            f"{', '.join(str(m) for m in sorted(facts.data_cuda_majors()))}.x): whether CC {vstr(cc)} is "
+            f"supported by CUDA {vstr(img[:2])} is unknown."
+        )
     if ok and not reasons:
         reasons.append(f"CC {vstr(cc)} is supported by CUDA {vstr(img[:2])}.")
     return ok, reasons, used, risks
 
 
+def _missing_fact(what: str) -> str:
+    """Name a fact the data lacks, in `missing` (remediation tells how to add one)."""
+    return f"fact: {what}"
+
+
 def _driver_check(
-    inputs: CompatInputs, img: tuple[int, ...], drv: tuple[int, ...], binfo: BranchInfo | None
+    inputs: CompatInputs,
+    img: tuple[int, ...],
+    drv: tuple[int, ...],
+    binfo: BranchInfo | None,
+    reported_cuda: tuple[int, ...] | None = None,
+    reported_from: str = "",
 ) -> tuple[str, list[str], list[Fact], list[str], list[Risk], dict[str, Any]]:
-    """Driver side only. Returns verdict, reasons, facts, missing, risks, forward-compat assessment."""
+    """Driver side only. Returns verdict, reasons, facts, missing, risks, forward-compat assessment.
+
+    reported_cuda: the driver's own CUDA as the evidence gives it (NVML / nvidia-smi), never a
+    figure derived from the toolkit table; it decides native support only where the table is silent.
+    """
     facts = load_facts()
     reasons: list[str] = []
     used: list[Fact] = []
@@ -345,10 +371,52 @@ def _driver_check(
                     [_fact("toolkit_driver_minimums.unconfirmed_newer", note, unc["source"], UNCONFIRMED)],
                 )
             )
+        if reported_cuda is not None:
+            # Evidence from the driver itself: nvidia-smi / NVML report the driver's maximum CUDA version.
+            native = cmp_version(reported_cuda[:2], img[:2]) >= 0
+            am = facts.data["architecture_support"]["arch_matrix"]
+            used.append(
+                _fact(
+                    "architecture_support.arch_matrix.note",
+                    "nvidia-smi reports the maximum CUDA version supported by the driver",
+                    am["source"],
+                )
+            )
+            reasons.append(
+                f"The driver reports CUDA {vstr(reported_cuda[:2])} ({reported_from}), "
+                f"{'>=' if native else '<'} the image's CUDA {vstr(img[:2])}: the evidence decides native "
+                "support where the toolkit table is silent."
+            )
     if native:
         return "compatible", reasons, used, [], risks, {}
 
     mvc = facts.mvc_entry(img[0])
+    if tk is None and not mvc:
+        # No toolkit row and no minor-version entry for this major: the data is silent.
+        miss = [_missing_fact(f"minimum Linux driver for CUDA {vstr(img[:2])} (toolkit_driver_minimums)")]
+        if reported_cuda is None:
+            miss.append("driver_cuda_version")
+            reasons.append(
+                f"The data has no minimum driver for CUDA {vstr(img[:2])} and no CUDA {img[0]}.x "
+                "minor-version entry, and the driver's own CUDA version is not in the evidence: "
+                "cannot tell whether this driver runs the image."
+            )
+            return "unknown", reasons, used, miss, risks, {}
+        if reported_cuda[0] == img[0]:
+            miss.append(_missing_fact(f"CUDA {img[0]}.x minor-version compatibility floor"))
+            reasons.append(
+                f"The driver offers CUDA {vstr(reported_cuda[:2])}, same major as the image, but the data has "
+                f"no CUDA {img[0]}.x minor-version entry: cannot tell whether minor-version compatibility applies."
+            )
+            return "unknown", reasons, used, miss, risks, {}
+        pkg0 = inputs.compat_package_name or f"cuda-compat-{img[0]}-{img[1]}"
+        if inputs.compat_libs is True and not facts.fc_has_row(pkg0):
+            miss = [_missing_fact(f"forward-compatibility matrix row for {pkg0}")]
+            reasons.append(
+                f"Compat libraries are in use, but the forward-compatibility matrix has no row for "
+                f"{pkg0}: cannot tell whether they rescue this host."
+            )
+            return "unknown", reasons, used, miss, risks, {}
     if mvc:
         floor = parse_version(mvc["min_driver_linux"])
         mvc_src = facts.data["minor_version_compatibility"]["source"]
@@ -492,14 +560,44 @@ def _driver_check(
     return "driver_too_old", reasons, used, [], risks, fca
 
 
-def _driver_cuda(inputs: CompatInputs, drv: tuple[int, ...] | None) -> tuple[str | None, str]:
-    if inputs.driver_cuda_version:
-        return inputs.driver_cuda_version, inputs.sources.get("driver_cuda_version", "input")
+@dataclass
+class _DriverCuda:
+    """The driver's own CUDA: one figure for the verdict and the container-start check alike."""
+
+    version: tuple[int, ...] | None = None
+    source: str = "unknown"  # where it came from, said in reasons
+    from_evidence: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str | None:
+        return vstr(self.version[:2]) if self.version else None
+
+
+def _driver_cuda(inputs: CompatInputs, drv: tuple[int, ...] | None) -> _DriverCuda:
+    """Evidence (NVML cuda_driver_version / nvidia-smi) first; else the toolkit table where it covers the branch."""
+    out = _DriverCuda()
+    derived: tuple[tuple[int, ...] | None, Any, str] = (None, None, "")
     if drv:
-        got = load_facts().max_cuda_for_driver(drv)
-        if got:
-            return vstr(got[0]), f"derived from the toolkit table ({got[1].label})"
-    return None, "unknown"
+        derived = load_facts().driver_cuda(drv)
+    if inputs.driver_cuda_version:
+        rep = parse_version(inputs.driver_cuda_version)
+        if rep and len(rep) >= 2:
+            out.version, out.from_evidence = rep[:2], True
+            out.source = f"reported by the driver, evidence {inputs.sources.get('driver_cuda_version', 'input')}"
+            if derived[0] and cmp_version(derived[0], rep[:2]) != 0:
+                out.notes.append(
+                    f"the evidence's driver CUDA {vstr(rep[:2])} is used; the toolkit table would give "
+                    f"{vstr(derived[0])} for driver {inputs.driver_version} ({derived[2]})"
+                )
+            return out
+        out.notes.append(f"could not parse driver_cuda_version {inputs.driver_cuda_version!r}; not used")
+    if derived[0]:
+        out.version = derived[0]
+        out.source = f"derived from the toolkit table: {derived[2]}"
+    elif drv:
+        out.notes.append(f"the driver's own CUDA version is unknown: {derived[2]}")
+    return out
 
 
 def _profile_demands(inputs: CompatInputs, img: tuple[int, ...] | None, drv: tuple[int, ...] | None) -> list[Demand]:
@@ -688,26 +786,61 @@ def _routes(verdict: str, checks: list[LogCheck], demands: list[Demand]) -> list
     return out
 
 
+def _resolve_cc(inputs: CompatInputs, reasons: list[str], used: list[Fact]) -> tuple[tuple[int, ...] | None, str]:
+    """Compute capability as given, else from the GPU name via the data; says which and why not."""
+    cc, note = parse_compute_capability(inputs.compute_capability)
+    if cc is not None:
+        return cc, ""
+    info = load_facts().gpu(inputs.gpu_name)
+    if inputs.compute_capability is not None:
+        reasons.append(note[0].upper() + note[1:] + ".")
+        if info:
+            reasons.append(
+                f"Fell back to CC {info.compute_capability} from GPU name {inputs.gpu_name!r} via the data "
+                f"({info.gpu}, {info.status})."
+            )
+            used.append(
+                _fact(
+                    "architecture_support.gpu_compute_capability",
+                    f"{info.gpu}: compute capability {info.compute_capability}",
+                    info.source,
+                    info.status,
+                )
+            )
+            return parse_version(info.compute_capability), ""
+    if inputs.compute_capability is not None:
+        why = note + (
+            f", and GPU name {inputs.gpu_name!r} matched no entry of the data" if inputs.gpu_name else ", no GPU name"
+        )
+    elif inputs.gpu_name:
+        why = f"GPU name {inputs.gpu_name!r} matched no entry of the data"
+    else:
+        why = "neither compute_capability nor a GPU name was given"
+    return None, why
+
+
 def decide(
     inputs: CompatInputs, log_findings: list[dict[str, Any]] | None = None, *, today: _dt.date | None = None
 ) -> CompatDecision:
     """Decide compatibility for one host/image/launch. Never raises on missing data: returns `unknown`."""
     facts = load_facts()
     today = today or _dt.date.today()
-    img = parse_version(inputs.image_cuda_version)
-    drv = parse_version(inputs.driver_version)
-    cc = parse_version(inputs.compute_capability)
     missing: list[str] = []
     reasons: list[str] = []
     used: list[Fact] = []
     risks: list[Risk] = []
-    if img is None or len(img) < 2:
-        img = None
+    img, img_note = parse_cuda_version(inputs.image_cuda_version)
+    if img is None:
         missing.append("image_cuda_version")
+    if img_note:
+        reasons.append(img_note[0].upper() + img_note[1:] + ".")
+    drv, drv_note = parse_driver_version(inputs.driver_version)
     if drv is None:
         missing.append("driver_version")
+        reasons.append(drv_note[0].upper() + drv_note[1:] + ".")
+    cc, cc_why = _resolve_cc(inputs, reasons, used)
     binfo = facts.branch(drv[0]) if drv else None
-    drv_cuda, drv_cuda_from = _driver_cuda(inputs, drv)
+    dcuda = _driver_cuda(inputs, drv)
     evidence_used: dict[str, Any] = {}
     for name in (
         "image_cuda_version",
@@ -722,8 +855,9 @@ def decide(
         v = getattr(inputs, name)
         if v is not None:
             evidence_used[name] = v
-    if drv_cuda:
-        evidence_used["driver_cuda_version"] = f"{drv_cuda} ({drv_cuda_from})"
+    if dcuda.text:
+        evidence_used["driver_cuda_version"] = f"{dcuda.text} ({dcuda.source})"
+    reasons += [f"({n})" for n in dcuda.notes]
 
     arch_ok: bool | None = None
     if img is not None and cc is not None:
@@ -734,7 +868,14 @@ def decide(
     drv_verdict: str | None = None
     fca: dict[str, Any] = {}
     if img is not None and drv is not None:
-        drv_verdict, dr, df, dmiss, drisk, fca = _driver_check(inputs, img, drv, binfo)
+        drv_verdict, dr, df, dmiss, drisk, fca = _driver_check(
+            inputs,
+            img,
+            drv,
+            binfo,
+            dcuda.version if dcuda.from_evidence else None,
+            dcuda.source,
+        )
         reasons += dr
         used += df
         risks += drisk
@@ -753,7 +894,14 @@ def decide(
         missing.append("compute_capability")
         reasons.append(
             f"The driver side alone gives {drv_verdict}, but the GPU's compute capability is not known "
-            "(no GPU name matched the data), so architecture support is unchecked."
+            f"({cc_why}), so architecture support is unchecked."
+        )
+    elif arch_ok is None:
+        verdict = "unknown"
+        missing.append(_missing_fact(f"architecture support in CUDA {img[0]}.x"))
+        reasons.append(
+            f"The driver side alone gives {drv_verdict}, but the data cannot say whether CUDA "
+            f"{vstr(img[:2])} supports CC {vstr(cc)}."
         )
     else:
         verdict = drv_verdict or "unknown"
@@ -761,17 +909,20 @@ def decide(
     # ---- beside the verdict --------------------------------------------------------------------
     cstart = None
     if inputs.nvidia_require_cuda or inputs.nvidia_disable_require or img is not None:
+        # The same driver-CUDA figure as the verdict, and only inputs that parsed: no second derivation.
         cstart = check_require(
             inputs.nvidia_require_cuda,
-            driver_version=inputs.driver_version,
-            driver_cuda_version=drv_cuda,
-            compute_capability=inputs.compute_capability,
+            driver_version=str(inputs.driver_version).strip() if drv else None,
+            driver_cuda_version=dcuda.text,
+            compute_capability=vstr(cc) if cc else None,
             brand_raw=inputs.brand_raw,
             brand_class=inputs.brand_class,
             disable_require=inputs.nvidia_disable_require,
-            image_cuda_version=inputs.image_cuda_version,
+            image_cuda_version=vstr(img) if img else None,
             extra_env=inputs.launch_env,
             legacy="CUDA_VERSION" in inputs.launch_env and "NVIDIA_REQUIRE_CUDA" not in inputs.launch_env,
+            derive_driver_cuda=False,
+            driver_cuda_note=None if dcuda.from_evidence or not dcuda.text else dcuda.source,
         )
     fc = facts.data["forward_compatibility"]
     err803 = next(e for e in fc["errors"] if e["code"] == 803)
@@ -872,10 +1023,14 @@ def decide(
         demands = [Demand("profile", "unknown", str(exc))]
     checks = _log_checks(log_findings or [], verdict, inputs, img, cstart)
     routes = _routes(verdict, checks, demands)
-    if drv_cuda and verdict == "driver_too_old" and img is not None:
+    if dcuda.text and verdict == "driver_too_old" and img is not None:
         reasons.insert(
-            0, f"The host driver {inputs.driver_version} offers CUDA {drv_cuda}; the image needs CUDA {vstr(img[:2])}."
+            0,
+            f"The host driver {inputs.driver_version} offers CUDA {dcuda.text} ({dcuda.source}); the image "
+            f"needs CUDA {vstr(img[:2])}.",
         )
+    if verdict == "unknown" and not reasons:
+        reasons.append("Cannot decide: missing " + ", ".join(missing or ["input"]) + ".")
     summary = _summary(verdict, inputs, missing, fca.get("supported"), binfo)
     return CompatDecision(
         verdict,

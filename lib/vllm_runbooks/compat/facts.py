@@ -52,6 +52,56 @@ def parse_version(text: str | int | float | None) -> Version | None:
     return tuple(int(p) for p in m.group(0).split("."))
 
 
+_DOTTED = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+_CU_TAG = re.compile(r"cu(\d{2})(\d)", re.IGNORECASE)
+
+
+def parse_cuda_version(text: str | None) -> tuple[Version | None, str]:
+    """Image CUDA: 'major.minor[.patch]', or vLLM/PyTorch's 'cuXYZ' tag (cu130 = 13.0).
+
+    Returns (version, note). version None: note says why (not given / could not parse). A 'cuXYZ'
+    tag gives a note stating the reading, since the tag carries no patch level.
+    """
+    if text is None or not str(text).strip():
+        return None, "no image CUDA version given (image_cuda_version)"
+    raw = str(text).strip()
+    m = _DOTTED.fullmatch(re.sub(r"^(?:cuda)[\s_-]?", "", raw, flags=re.IGNORECASE))
+    if m:
+        return tuple(int(g) for g in m.groups() if g is not None), ""
+    m = _CU_TAG.fullmatch(raw)
+    if m:
+        v = (int(m.group(1)), int(m.group(2)))
+        return v, (
+            f"read image CUDA {raw!r} as CUDA {vstr(v)} (vLLM/PyTorch tag convention: cu130 = 13.0); "
+            "the tag carries no patch level, so the GA row of the toolkit table is used and an Update "
+            "may need a newer driver"
+        )
+    return None, f"could not parse image_cuda_version {raw!r}: give major.minor (e.g. 13.0) or a cuXYZ tag"
+
+
+def parse_driver_version(text: str | None) -> tuple[Version | None, str]:
+    """Host driver 'major.minor[.patch]' as nvidia-smi prints it; a bare branch ('580') is malformed."""
+    if text is None or not str(text).strip():
+        return None, "no host driver version given (driver_version)"
+    raw = str(text).strip()
+    if _DOTTED.fullmatch(raw):
+        return parse_version(raw), ""
+    return None, (
+        f"could not parse driver_version {raw!r}: give the full driver version as nvidia-smi prints it "
+        "(major.minor[.patch]); a branch number alone does not fix the driver's minimum-version standing"
+    )
+
+
+def parse_compute_capability(text: str | None) -> tuple[Version | None, str]:
+    """'9.0' -> (9, 0); anything else -> None with the reason."""
+    if text is None or not str(text).strip():
+        return None, "no compute capability given (compute_capability)"
+    raw = str(text).strip()
+    if re.fullmatch(r"\d+\.\d+", raw):
+        return parse_version(raw), ""
+    return None, f"could not parse compute_capability {raw!r}: give major.minor (e.g. 9.0)"
+
+
 def cmp_version(a: Version, b: Version) -> int:
     """Numeric comparison with missing components read as 0 (580 == 580.0.0)."""
     n = max(len(a), len(b))
@@ -182,13 +232,50 @@ class CompatFacts:
                 return e
         return None
 
-    def max_cuda_for_driver(self, driver: Version) -> tuple[Version, ToolkitMinimum] | None:
-        """Newest toolkit (major.minor) whose published minimum this driver meets: the driver's own CUDA."""
-        ok = [t for t in self.toolkits if cmp_version(driver, t.min_driver) >= 0]
+    def driver_cuda(self, driver: Version) -> tuple[Version | None, ToolkitMinimum | None, str]:
+        """The driver's own CUDA (major.minor) read off the toolkit table, or None with the reason.
+
+        Derived only where the driver's branch has a row of its own: a branch the table does not
+        list (newer than every row, an NFB between rows such as R565, or a pre-release below the
+        branch's first row) may offer a CUDA version the table cannot name.
+        """
+        rows = [t for t in self.toolkits if not t.status.upper().startswith(UNCONFIRMED)]
+        if not rows or len(driver) < 2:
+            return None, None, "no usable toolkit rows" if not rows else "driver version without a minor number"
+        newest = max(rows, key=lambda t: (t.min_driver, t.version))
+        if driver[0] > newest.min_driver[0]:
+            return (
+                None,
+                None,
+                f"driver branch R{driver[0]} is newer than every row of the toolkit table (the newest, CUDA "
+                f"{newest.label}, needs >= {newest.min_text}); the table cannot say which CUDA it offers",
+            )
+        ok = [t for t in rows if cmp_version(driver, t.min_driver) >= 0]
         if not ok:
-            return None
-        best = max(ok, key=lambda t: t.version)
-        return best.version[:2], best
+            return None, None, "this driver is older than every row of the toolkit table"
+        best = max(ok, key=lambda t: (t.version, t.min_driver))
+        if best.min_driver[0] != driver[0]:
+            own = [t for t in rows if t.min_driver[0] == driver[0]]
+            if own:
+                first = min(own, key=lambda t: t.min_driver)
+                return (
+                    None,
+                    None,
+                    f"this driver is below the first toolkit row of its branch R{driver[0]} (CUDA "
+                    f"{first.label}, >= {first.min_text}); the table cannot say which CUDA such a release offers",
+                )
+            return (
+                None,
+                None,
+                f"driver branch R{driver[0]} has no row of its own in the toolkit table (the nearest row below "
+                f"is CUDA {best.label}, >= {best.min_text}); a branch the table does not list may offer a CUDA "
+                "version the table does not name",
+            )
+        return best.version[:2], best, f"CUDA {best.label} needs >= {best.min_text}, the newest row this driver meets"
+
+    def data_cuda_majors(self) -> set[int]:
+        """CUDA majors the data has toolkit rows for: architecture claims stop outside these."""
+        return {t.version[0] for t in self.toolkits}
 
     def known_cuda_minors(self) -> list[Version]:
         return sorted({t.version[:2] for t in self.toolkits})

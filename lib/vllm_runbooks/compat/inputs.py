@@ -98,9 +98,9 @@ class CompatInputs(Record):
         """cuda-compat-<major>-<minor> that matches the image (named after the toolkit it serves)."""
         if self.image_compat_package:
             return self.image_compat_package
-        from .facts import parse_version
+        from .facts import parse_cuda_version
 
-        v = parse_version(self.image_cuda_version)
+        v, _ = parse_cuda_version(self.image_cuda_version)
         if not v or len(v) < 2:
             return None
         return f"cuda-compat-{v[0]}-{v[1]}"

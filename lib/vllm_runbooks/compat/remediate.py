@@ -16,7 +16,7 @@ from vllm_runbooks.records import Record
 
 from . import _html as H
 from .decide import OK_VERDICTS, CompatDecision, decide
-from .facts import UNCONFIRMED, cmp_version, load_facts, parse_version, vstr
+from .facts import UNCONFIRMED, cmp_version, load_facts, parse_cuda_version, parse_version, vstr
 from .lint import LintReport
 from .profiles import load_profile
 
@@ -179,7 +179,7 @@ def driver_targets(
     """Supported (PB / LTSB, not end of life) branches that run this CUDA natively, LTSB first."""
     facts = load_facts()
     today = today or _dt.date.today()
-    img = parse_version(image_cuda)
+    img, _ = parse_cuda_version(image_cuda)
     if not img or len(img) < 2:
         return [], []
     tk = facts.toolkit_minimum(img)
@@ -284,13 +284,18 @@ def recommend(
             "compute_capability": "nvidia-smi --query-gpu=name,compute_cap --format=csv",
             "brand_class": "nvidia-smi -q | grep -i 'Product Brand' (GeForce vs data center)",
             "compat_libs": "check VLLM_ENABLE_CUDA_COMPATIBILITY and LD_LIBRARY_PATH in the launch env",
+            "driver_cuda_version": "the 'CUDA Version' nvidia-smi prints for the driver (runbook 01 nvidia collector)",
         }
+        fact_how = (
+            "the data has no such fact: add it to data/cuda_compat.yaml from a cited source "
+            "(docs/DEVELOPING.md), do not assume it"
+        )
         return rem(
             "collect_evidence",
             "Establish the missing inputs before changing anything",
             [f"The verdict is unknown: missing {', '.join(decision.missing) or 'inputs'}."],
             [],
-            [f"{m}: {how.get(m, 'collect it')}" for m in decision.missing],
+            [f"{m}: {fact_how if m.startswith('fact:') else how.get(m, 'collect it')}" for m in decision.missing],
             ["Re-run runbook 01 with the missing collectors, then runbook 02."],
         )
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from vllm_runbooks.records import Record
 
-from .facts import Fact, cmp_version, load_facts, parse_version, vstr
+from .facts import Fact, cmp_version, load_facts, parse_driver_version, parse_version, vstr
 
 _OPS = ("!=", "<=", ">=", "==", "=", "<", ">")
 BRANDS_FOR_CLASS = {
@@ -107,11 +107,15 @@ def check_require(
     image_cuda_version: str | None = None,
     extra_env: dict[str, str] | None = None,
     legacy: bool = False,
+    derive_driver_cuda: bool = True,
+    driver_cuda_note: str | None = None,
 ) -> RequireCheck:
     """Evaluate NVIDIA_REQUIRE_CUDA (+ NVIDIA_REQUIRE_DRIVER/ARCH/BRAND in extra_env) for this host.
 
     legacy=True: the image env is known to lack NVIDIA_REQUIRE_CUDA, so the runtime applies
     cuda>=<major.minor> of CUDA_VERSION. Otherwise an unknown expression gives will_start=None.
+    derive_driver_cuda=False: the caller passes the one driver-CUDA figure it uses itself (the
+    decision does), so none is derived here; driver_cuda_note says where that figure came from.
     """
     facts = load_facts()
     ct = facts.data["container_toolkit"]
@@ -154,6 +158,8 @@ def check_require(
                 brand_class=brand_class,
                 image_cuda_version=image_cuda_version,
                 legacy=True,
+                derive_driver_cuda=derive_driver_cuda,
+                driver_cuda_note=driver_cuda_note,
             )
             state = {True: "start", False: "be refused", None: "be undetermined"}[alt.will_start]
             hint = (
@@ -168,16 +174,27 @@ def check_require(
             message="The image's NVIDIA_REQUIRE_CUDA is not known, so whether the runtime admits "
             "the container cannot be told." + hint,
         )
-    props: dict[str, str | None] = {"driver": driver_version, "arch": compute_capability, "cuda": driver_cuda_version}
+    drv, drv_why = parse_driver_version(driver_version)
     notes = []
-    if props["cuda"] is None and driver_version and parse_version(driver_version):
-        got = facts.max_cuda_for_driver(parse_version(driver_version))  # type: ignore[arg-type]
-        if got:
-            props["cuda"] = vstr(got[0])
+    if driver_version is not None and drv is None:
+        notes.append(drv_why)
+    props: dict[str, str | None] = {
+        "driver": str(driver_version).strip() if drv else None,  # as published: zero padding kept
+        "arch": compute_capability,
+        "cuda": driver_cuda_version,
+    }
+    if props["cuda"] is not None and driver_cuda_note:
+        notes.append(f"host CUDA {props['cuda']} {driver_cuda_note}; the runtime reads it from libcuda")
+    if props["cuda"] is None and drv and derive_driver_cuda:
+        got, row, why = facts.driver_cuda(drv)
+        if got and row:
+            props["cuda"] = vstr(got)
             notes.append(
                 f"driver CUDA {props['cuda']} derived from driver {driver_version} via the toolkit "
-                f"table ({got[1].label} needs >= {got[1].min_text}); the runtime reads it from libcuda"
+                f"table ({why}); the runtime reads it from libcuda"
             )
+        else:
+            notes.append(f"host CUDA not derived: {why}")
     terms = [t for e in exprs for t in [_split(e)]]
     brands = [brand_raw.lower().replace(" ", "")] if brand_raw else list(BRANDS_FOR_CLASS.get(brand_class or "", ()))
     results = []
