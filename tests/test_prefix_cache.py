@@ -28,6 +28,7 @@ from vllm_runbooks.prefix_cache import (
     load_requests,
 )
 from vllm_runbooks.prefix_cache.sources import from_launch, from_log
+from vllm_runbooks.scraps import read_scraps
 
 DATA = Path(__file__).parent / "data" / "prefix_cache"
 METRICS = Path(__file__).parent / "data" / "metrics" / "vllm-0.32.0-cpu.txt"
@@ -139,6 +140,55 @@ def test_simulator_style_config_and_nothing() -> None:
     assert hit_granularity({"block_size": "16", "num_gpu_blocks": "10"}).capacity_tokens == 160
     g = hit_granularity({})
     assert g.assumed and g.unit_tokens == 16 and g.capacity_tokens is None
+    assert "unknown" in g._repr_html_() and "placeholder" in g._repr_html_()
+
+
+# -- no cache_config_info: the block size is a placeholder, never a reason ----------------------------
+NO_CONFIG_METRICS = "\n".join(
+    line for line in METRICS.read_text().splitlines() if "cache_config_info" not in line
+)
+
+
+def test_recorded_metrics_without_cache_config_never_decide_too_short() -> None:
+    snap = parse_metrics(NO_CONFIG_METRICS)
+    assert snap.cache_config() == {} and snap.value("vllm:prefix_cache_queries") is not None
+    gran = hit_granularity(snap.cache_config())
+    assert gran.assumed
+    # 60 shared tokens, nothing hit: below the real CPU block (128) yet above the placeholder (16),
+    # and below any block for all we know. Neither "too short" nor "long enough" may be claimed.
+    v = decide(ON, gran, _exp([0, 0, 0], shared=60, expected=0, hits=0))
+    assert v.verdict == "inconclusive", v.summary
+    assert "cache_config_info" in v.summary and "long enough" not in v.summary
+    assert "cache_config_info" in v.next_step
+    assert v.headline()["figures"]["block_size_assumed"] is True
+    # Shorter than even the placeholder: still not prefix_too_short from a guess.
+    assert decide(ON, gran, _exp([0, 0, 0], shared=10, expected=0, hits=0)).verdict == "inconclusive"
+    # The same with the server's own block size does decide.
+    assert decide(ON, GRAN, _exp([0, 0, 0], shared=60, expected=0, hits=0)).verdict == "prefix_too_short"
+    # A workload sharing little (no cause found) is not called too short from the placeholder either.
+    short = analyse_requests([_body("S" * 40, f"q{i}") for i in range(4)], unit_tokens=gran.unit_tokens,
+                             unit_assumed=True)
+    assert short.median_shared() is not None and short.median_shared() < 128
+    assert decide(ON, gran, None, short).verdict == "inconclusive"
+    assert short.headline_figures()["unit_assumed"] is True
+    # prefix_fit does not claim a fit either way.
+    from vllm_runbooks.prefix_cache import prefix_fit
+
+    fit = prefix_fit(60, gran)
+    assert fit.fits is None and "cache_config_info" in fit.note
+
+
+def test_without_cache_config_other_evidence_still_decides() -> None:
+    gran = hit_granularity(parse_metrics(NO_CONFIG_METRICS).cache_config())
+    # Every later request took the same whole prefix from cache: working, said to be judged without a unit.
+    ok = decide(ON, gran, _exp([0, 384, 384, 384], expected=0))
+    assert ok.verdict == "working" and "cache_config_info" in ok.summary
+    # Partial hits cannot be judged against an unknown unit.
+    part = decide(ON, gran, _exp([0, 128, 384], expected=0))
+    assert part.verdict == "inconclusive" and "cache_config_info" in part.summary
+    assert decide(OFF, gran, _exp([0, 0, 0], hits=0, queries=0)).verdict == "disabled"
+    mm = analyse_jsonl(DATA / "timestamp_system.jsonl", unit_tokens=gran.unit_tokens, unit_assumed=True)
+    assert decide(ON, gran, _exp([0, 0, 0], shared=60, expected=0, hits=0), mm).verdict == "prefix_mismatch"
 
 
 # -- counters ---------------------------------------------------------------------------------------
@@ -256,8 +306,35 @@ def test_verdict_working_and_headline() -> None:
     v = decide(ON, GRAN, _exp([0, 384, 384, 384, 384]))
     assert v.verdict == "working" and "384" in v.summary
     head = v.headline()
-    assert head["runbook"] == "prefix_cache_check" and head["figures"]["cached_tokens"] == [0, 384, 384, 384, 384]
-    assert head["figures"]["counters_agree"] is True
+    figs = head["figures"]
+    assert head["runbook"] == "prefix_cache_check"
+    assert (figs["cached_tokens_first"], figs["cached_tokens_later_median"], figs["cached_tokens_later_min"]) == (
+        0, 384, 384)
+    assert (figs["later_requests"], figs["later_requests_hit"], figs["block_size_assumed"]) == (4, 4, False)
+    assert figs["counters_agree"] is True
+
+
+def test_headline_holds_key_figures_only_at_the_bounds() -> None:
+    """run.json gets a bounded headline: no per-request lists, whatever max_requests allows."""
+    n = 783
+    exp = _exp([0] + [384] * (n - 2) + [128])
+    bodies = [_body("S" * 800, f"q{i}") for i in range(200)]
+    mm = analyse_requests(bodies, unit_tokens=128)
+    head = decide(ON, GRAN, exp, mm).headline()
+
+    def lists(value: object) -> list[object]:
+        if isinstance(value, dict):
+            return [x for v in value.values() for x in lists(v)]
+        return [value] if isinstance(value, list) else []
+
+    assert lists(head) == []
+    assert len(json.dumps(head)) < 2000
+    figs = head["figures"]
+    assert (figs["cached_tokens_later_median"], figs["cached_tokens_later_min"]) == (384, 128)
+    assert figs["later_requests_hit"] == n - 1 and figs["requests_sent"] == n
+    assert figs["mismatch"]["min_shared_tokens"] == min(mm.shared_lengths)
+    # The lists stay in the scraps / artefact, for the figures.
+    assert len(mm.figures()["shared_prefix_tokens"]) == 199
 
 
 def test_verdict_disabled_from_config_or_from_flat_counters() -> None:
@@ -367,7 +444,114 @@ def test_runbook_template_shape() -> None:
 def test_runbook_runs_without_a_server(tmp_path: Path) -> None:
     from vllm_runbooks.runner import run_runbook
 
-    result = run_runbook("prefix_cache_check", {"endpoint": "http://127.0.0.1:9"}, tmp_path / "run")
+    jsonl = _planted_jsonl(tmp_path / "planted.jsonl")
+    run_dir = tmp_path / "run"
+    result = run_runbook("prefix_cache_check", {"endpoint": "http://127.0.0.1:9", "requests_jsonl": str(jsonl)},
+                         run_dir)
     assert result.status == "ok", result.error
-    assert result.headline and result.headline["verdict"] == "inconclusive"
+    # No server, but the request file alone shows the early difference (the per-request timestamp).
+    assert result.headline and result.headline["verdict"] == "prefix_mismatch"
     assert result.headline["runbook"] == "prefix_cache_check"
+    assert result.headline["figures"]["block_size_assumed"] is True
+    # The executed notebook (HTML and scraps), run.json and check.json are shared evidence: no secret.
+    written = sorted(p for p in run_dir.rglob("*") if p.is_file())
+    assert run_dir / "prefix_cache" / "check.json" in written
+    assert any(p.suffix == ".ipynb" for p in written)
+    for path in written:
+        assert "PLANT" not in path.read_text(encoding="utf-8", errors="replace"), path
+    assert read_scraps(result.notebook)["mismatch"]["cause"] == "system_prompt"
+
+
+# -- secrets in the user's request bodies ---------------------------------------------------------------
+HF_PLANT = "hf_PLANTabcdefghijklmnopqrstuvwxyz1234"
+ASSIGN_PLANT = "HF_TOKEN=PLANTassign333"
+
+
+def _planted_jsonl(path: Path) -> Path:
+    """Requests whose system prompt carries two secrets right before a per-request timestamp.
+
+    The differing run (the timestamp) sits within a snippet's context of both secrets; the last
+    request differs only inside the secret itself.
+    """
+    rest = " You are the support assistant of the platform team. " + "Answer briefly. " * 40
+    lines = []
+    for i in range(4):
+        system = f"Deploy: {HF_PLANT} {ASSIGN_PLANT} at 2026-11-29T10:0{i}:00Z.{rest}"
+        lines.append({"model": "m", "messages": [{"role": "system", "content": system},
+                                                 {"role": "user", "content": f"question {i}"}]})
+    leak = json.loads(json.dumps(lines[-1]))
+    leak["messages"][0]["content"] = leak["messages"][0]["content"].replace("PLANTassign333", "PLANTassign334")
+    lines.append(leak)
+    # A tool definition carrying a token, and a template argument carrying one, differing next to it.
+    tool = {"type": "function", "function": {"name": "deploy", "description": f"uses {HF_PLANT} v1"}}
+    tool2 = {"type": "function", "function": {"name": "deploy", "description": f"uses {HF_PLANT} v2"}}
+    lines.append({**lines[0], "tools": [tool]})
+    lines.append({**lines[0], "tools": [tool2]})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def test_planted_secrets_never_reach_snippets_html_scraps_or_check_json(tmp_path: Path) -> None:
+    jsonl = _planted_jsonl(tmp_path / "planted.jsonl")
+    assert "PLANT" in jsonl.read_text()
+    check = PrefixCacheCheck("http://127.0.0.1:9", request_timeout_s=2)
+    mm = check.mismatch(str(jsonl))
+    assert mm.ok and mm.cause == "system_prompt"
+    assert mm.example is not None and mm.example.looks_like == "timestamp"  # still found, still named
+    assert "<redacted:" in mm.example.snippet_a and "⟦" in mm.example.snippet_b
+    by_detail = [c.first_difference for c in mm.comparisons]
+    assert any("inside a value redacted" in d.detail for d in by_detail)
+    assert any(d.component == "tool_definitions" for d in by_detail)
+    shown = [mm._repr_html_(), json.dumps(mm.to_dict()), check.verdict()._repr_html_(), json.dumps(check.scraps())]
+    for text in shown:
+        assert "PLANT" not in text, text[:2000]
+    run_dir = tmp_path / "run"
+    path = check.save(run_dir)
+    assert path == run_dir / "prefix_cache" / "check.json"
+    saved = path.read_text(encoding="utf-8")
+    assert "PLANT" not in saved and "<redacted:" in saved
+    assert json.loads(saved)["mismatch"]["cause"] == "system_prompt"
+    # A second save never overwrites the first.
+    path.write_text('{"kept": true}\n', encoding="utf-8")
+    second = check.save(run_dir)
+    assert second is not None and second != path and "PLANT" not in second.read_text(encoding="utf-8")
+    assert json.loads(path.read_text(encoding="utf-8")) == {"kept": True}
+    check.close()
+
+
+def test_snippet_is_cut_from_redacted_text_not_redacted_after_cutting() -> None:
+    # The token starts 45 characters before the difference: a 40-character window would keep only its
+    # tail, which no token pattern recognises any more.
+    a = _body(f"key {HF_PLANT} then 2026-11-29T10:00:00Z" + "x" * 300)
+    b = _body(f"key {HF_PLANT} then 2026-11-29T10:09:00Z" + "x" * 300)
+    d = first_difference(a, b)
+    assert d.component == "system_prompt" and d.looks_like == "timestamp"
+    assert "PLANT" not in d.snippet_a + d.snippet_b and "wxyz1234" not in d.snippet_a + d.snippet_b
+    salt = first_difference(_body(), _body(cache_salt=HF_PLANT))
+    assert salt.component == "cache_salt" and "PLANT" not in salt.snippet_b
+
+
+# -- an endpoint that answers nonsense ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("nonsense_json", "malformed_json"),  # every route answers broken JSON
+        ("bad_metrics", "malformed_json"),  # every route answers HTML
+        ("ok", "malformed_sse"),  # /v1/models fine, chat answers a model list instead of a stream
+    ],
+)
+def test_nonsense_endpoint_ends_inconclusive_with_the_reason(fault: str, reason: str) -> None:
+    from fault_server import FaultServer
+
+    server = FaultServer().start()
+    try:
+        check = PrefixCacheCheck(server.base_url(fault), request_timeout_s=5, max_seconds=20, max_requests=4)
+        check.inputs()
+        check.experiment(requests=3, shared_prompt_tokens=200)
+        check.retention(True)
+        v = check.verdict()
+        assert v.verdict == "inconclusive" and reason in v.summary, v.summary
+        assert check.scraps()["headline"]["verdict"] == "inconclusive"
+        check.close()
+    finally:
+        server.close()

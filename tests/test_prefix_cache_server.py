@@ -49,7 +49,9 @@ def test_working_on_default_server(target: TargetHandle) -> None:
     v = check.verdict()
     print("working:", {"cached": cached, "queries": d.queries, "hits": d.hits, "verdict": v.verdict})
     assert v.verdict == "working", v.evidence
-    assert v.headline()["figures"]["cached_tokens"] == cached
+    figs = v.headline()["figures"]
+    assert (figs["cached_tokens_first"], figs["cached_tokens_later_min"]) == (0, full_blocks)
+    assert figs["block_size"] == BLOCK and figs["block_size_assumed"] is False
     check.close()
 
 
@@ -137,11 +139,15 @@ def test_runbook_04_headline(target: TargetHandle, tmp_path: Path) -> None:
     assert result.headline and result.headline["runbook"] == "prefix_cache_check"
     assert result.headline["verdict"] == "working"
     figs = result.headline["figures"]
-    assert figs["cached_tokens"][0] == 0 and figs["cached_tokens"][1:] == [figs["expected_cached_tokens"]] * 3
+    assert figs["cached_tokens_first"] == 0 and figs["later_requests_hit"] == figs["later_requests"] == 3
+    assert figs["cached_tokens_later_min"] == figs["cached_tokens_later_median"] == figs["expected_cached_tokens"]
+    assert not any(isinstance(v, list) for v in figs.values())  # per-request lists stay in the scraps
     scraps = read_scraps(result.notebook)
+    assert scraps["cached_tokens_per_request"]["cached_tokens"] == [0] + [figs["expected_cached_tokens"]] * 3
     for name in ("ttft_by_request", "cached_tokens_per_request", "counter_deltas", "shared_prefix_distribution",
                  "verdict", "headline"):
         assert name in scraps, name
     assert load_run(run_dir)["runbooks"][0]["headline"]["verdict"] == "working"
-    print("runbook:", {k: figs[k] for k in ("cached_tokens", "queries_delta", "hits_delta")}, result.duration_s)
+    print("runbook:", {k: figs[k] for k in ("cached_tokens_later_min", "queries_delta", "hits_delta")},
+          result.duration_s)
     assert "prefix_cache/check.json" in load_run(run_dir)["artefacts"]

@@ -3,19 +3,24 @@
 Each step returns a result that displays itself and is kept on the check, so ``verdict()`` and
 ``glue_all()`` see everything that ran. Steps that cannot run (no endpoint, no JSONL, retention
 not asked for) return a result that says so; nothing here raises to the notebook.
+
+The notebook and the run directory are shared evidence: ``scraps()`` (what ``glue_all`` puts in
+the notebook) is redacted, and ``save`` writes through ``write_artefact`` (redacted, a new file,
+never over another).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..artefacts import write_artefact
 from ..client import EndpointClient
 from ..display import banner, html_table
 from ..metrics import MetricsSnapshot
 from ..records import Record, utc_now
+from ..redact import redact_obj, redact_text
 from .experiment import ExperimentResult, ExperimentSpec, build_spec, run_experiment, scrape
 from .figures import cached_figure, deltas_figure, shared_prefix_figure, ttft_figure
 from .granularity import HitGranularity, PrefixFit, hit_granularity, prefix_fit
@@ -48,14 +53,15 @@ class CheckInputs(Record):
         detail = self.problem or f"model {self.model}; metrics {'ok' if self.metrics_ok else self.metrics_problem}"
         ll = self.launch_log
         rows = [
-            {"input": "launch command", "from": ll.launch_origin or "—", "value": (ll.launch_command or "")[:300]},
+            {"input": "launch command", "from": ll.launch_origin or "—",
+             "value": redact_text(ll.launch_command or "")[:300]},
             {"input": "startup log", "from": ll.log_origin or "—",
              "value": f"{len(ll.log_text)} chars" if ll.log_text else None},
             {"input": "cache_config_info", "from": "/metrics", "value": f"{len(self.cache_config)} labels"},
             {"input": "engines", "from": "/metrics", "value": ", ".join(self.engines) or None},
         ]
-        rows += [{"input": "note", "from": "", "value": n} for n in ll.notes]
-        return banner(title, detail, tone) + html_table(rows)
+        rows += [{"input": "note", "from": "", "value": redact_text(n)} for n in ll.notes]
+        return banner(title, redact_text(detail), tone) + html_table(rows)
 
 
 class PrefixCacheCheck:
@@ -187,6 +193,7 @@ class PrefixCacheCheck:
             requests_jsonl,
             client=self.client if inp.reachable else None,
             unit_tokens=self._granularity().unit_tokens,
+            unit_assumed=self._granularity().assumed,
             max_requests=max(2, self.max_requests * 10),  # tokenize calls are cheap next to generation
         )
         return self.mismatch_result
@@ -248,7 +255,7 @@ class PrefixCacheCheck:
         return None
 
     def scraps(self) -> dict[str, Any]:
-        """Plain JSON for every figure and result, keyed by scrap name."""
+        """Plain JSON for every figure and result, keyed by scrap name; redacted (the notebook is shared)."""
         exp, mm = self.experiment_result, self.mismatch_result
         out: dict[str, Any] = {}
         if self.inputs_result:
@@ -276,7 +283,7 @@ class PrefixCacheCheck:
         v = self.verdict_result or self.verdict()
         out["verdict"] = v.to_dict()
         out["headline"] = v.headline()
-        return out
+        return redact_obj(out)
 
     def glue_all(self) -> dict[str, Any]:
         from ..scraps import glue
@@ -287,13 +294,13 @@ class PrefixCacheCheck:
         return data
 
     def save(self, run_dir: str | Path | None) -> Path | None:
-        """Write all scraps as ``<run_dir>/prefix_cache/check.json`` (a run artefact)."""
+        """Write all scraps as ``<run_dir>/prefix_cache/check.json`` (a run artefact), redacted.
+
+        Never overwrites: a second save in one run directory writes ``check-2.json`` and so on.
+        """
         if not run_dir:
             return None
-        path = Path(run_dir) / "prefix_cache" / "check.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.scraps(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        return path
+        return write_artefact(run_dir, "prefix_cache/check.json", self.scraps())
 
 
 FIGURES = ("ttft_by_request", "cached_tokens_per_request", "counter_deltas", "shared_prefix_distribution")

@@ -363,14 +363,29 @@ class ExperimentResult(Record):
             d.hits - self.sum_cached() <= 0.05 * max(1.0, d.queries)
         )
 
+    def key_figures(self) -> dict[str, Any]:
+        """Per-request numbers reduced to a fixed set of figures (the lists stay in the scraps)."""
+        first = next((o for o in self.ok_observations if o.index == 0), None)
+        cached = [o.cached_tokens for o in self.later if o.cached_tokens is not None]
+        prompts = [o.prompt_tokens for o in self.later if o.prompt_tokens is not None]
+        return {
+            "cached_tokens_first": first.cached_tokens if first else None,
+            "cached_tokens_later_median": statistics.median(cached) if cached else None,
+            "cached_tokens_later_min": min(cached) if cached else None,
+            "later_requests": len(self.later),
+            "later_requests_hit": sum(c > 0 for c in cached) if cached else None,
+            "prompt_tokens_first": first.prompt_tokens if first else None,
+            "prompt_tokens_later_median": statistics.median(prompts) if prompts else None,
+        }
+
     def figures(self) -> dict[str, Any]:
+        """Headline figures: bounded, whatever the number of requests."""
         return {
             "requests_sent": len(self.observations),
             "requests_ok": len(self.ok_observations),
             "shared_prefix_tokens": self.shared_tokens,
             "expected_cached_tokens": self.expected_cached,
-            "cached_tokens": [o.cached_tokens for o in self.observations],
-            "prompt_tokens": [o.prompt_tokens for o in self.observations],
+            **self.key_figures(),
             "ttft_first_s": _r(self.first_ttft()),
             "ttft_later_median_s": _r(self.later_ttft_median()),
             "queries_delta": self.deltas.queries,
@@ -466,7 +481,9 @@ def run_experiment(
     after, why_after = scrape(client)
     result.deltas = counter_deltas(before, after, why or why_after)
     result.gpu_after = gpu_memory(client.base_url) if read_gpu else None
-    if granularity is not None and result.shared_tokens is not None:
+    if granularity is not None and granularity.assumed:
+        result.notes.append("block size not reported (no cache_config_info): expected cached tokens not computed")
+    elif granularity is not None and result.shared_tokens is not None:
         prompts = [o.prompt_tokens for o in result.ok_observations if o.prompt_tokens]
         prompt = min(prompts) if prompts else None
         result.expected_cached = granularity.cacheable(result.shared_tokens, prompt)

@@ -27,7 +27,11 @@ ALIGNMENT_LABELS = (
 )
 #: labels that only matter on a hybrid model (a plain attention model may still report them).
 HYBRID_ONLY = {"mamba_block_size"}
-DEFAULT_BLOCK_SIZE = 16  # vLLM's GPU default when the server reports nothing
+#: placeholder when the server reports no ``cache_config_info`` (vLLM's GPU default). It is NOT the
+#: real value on CPU (128) or on hybrid models (larger units), so nothing is concluded from it:
+#: ``HitGranularity.assumed`` marks it, and the verdict never says ``prefix_too_short`` from it.
+DEFAULT_BLOCK_SIZE = 16
+MISSING_CONFIG = "the server reports no vllm:cache_config_info, so its block size (hit unit) is unknown"
 
 
 def _int(value: object) -> int | None:
@@ -63,12 +67,17 @@ class HitGranularity(Record):
         return (limit // self.unit_tokens) * self.unit_tokens
 
     def _repr_html_(self) -> str:
-        detail = f"a shared prefix must reach {self.unit_tokens} tokens before anything is cached"
         if self.assumed:
-            detail += f" (block size not reported; assumed vLLM's default {DEFAULT_BLOCK_SIZE})"
-        rows = [{"label": k, "tokens": v} for k, v in self.units.items()]
+            title = "Smallest possible hit: unknown"
+            detail = (f"{MISSING_CONFIG}. {DEFAULT_BLOCK_SIZE} (vLLM's GPU default) is used only as a placeholder; "
+                      "CPU servers use 128 and hybrid models larger units, so no verdict rests on it.")
+        else:
+            title = f"Smallest possible hit: {self.unit_tokens} tokens"
+            detail = f"a shared prefix must reach {self.unit_tokens} tokens before anything is cached"
+        rows = [{"label": k + (" (placeholder)" if self.assumed and k == "block_size" else ""), "tokens": v}
+                for k, v in self.units.items()]
         rows.append({"label": "KV capacity (tokens)", "tokens": self.capacity_tokens, "from": self.capacity_from})
-        return banner(f"Smallest possible hit: {self.unit_tokens} tokens", detail, "unknown") + html_table(rows)
+        return banner(title, detail, "unknown") + html_table(rows)
 
 
 def hit_granularity(cache_config: dict[str, str] | None) -> HitGranularity:
@@ -121,7 +130,9 @@ class PrefixFit(Record):
 
     def _repr_html_(self) -> str:
         if self.fits is None:
-            return banner("Shared prefix: unknown", self.note, "unknown")
+            title = "Shared prefix: unknown" if self.shared_tokens is None else (
+                f"Shared prefix {self.shared_tokens} tokens; fit unknown")
+            return banner(title, self.note, "unknown")
         tone = "good" if self.fits else "bad"
         title = f"Shared prefix {self.shared_tokens} tokens → {self.cacheable_tokens} cacheable"
         detail = f"unit {self.unit_tokens} tokens ({self.method})" + (f"; {self.note}" if self.note else "")
@@ -131,6 +142,9 @@ class PrefixFit(Record):
 def prefix_fit(shared_tokens: int | None, granularity: HitGranularity, method: str = "tokenize") -> PrefixFit:
     if shared_tokens is None:
         return PrefixFit(None, granularity.unit_tokens, method="unknown", note="shared prefix could not be measured")
+    if granularity.assumed:
+        return PrefixFit(shared_tokens, granularity.unit_tokens, None, None, method,
+                         f"{MISSING_CONFIG}: whether {shared_tokens} tokens reach one block cannot be told")
     cacheable = granularity.cacheable(shared_tokens)
     note = "" if cacheable else f"below one unit of {granularity.unit_tokens} tokens: never a hit"
     return PrefixFit(shared_tokens, granularity.unit_tokens, cacheable, cacheable > 0, method, note)

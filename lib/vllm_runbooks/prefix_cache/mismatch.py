@@ -13,6 +13,12 @@ that differs first, walking the request in the order a chat template renders it:
 (ChatML/Hermes-style templates put the tool definitions in the system block, after its text.)
 A difference in the tail — the last user turn, or turns appended to an earlier request — is the
 intended variation, not a mismatch.
+
+Request bodies are the user's own data and may carry secrets (a token pasted into a system
+prompt). Everything this module keeps from them — snippets, details, notes — is redacted with
+``redact_text`` before it is stored, so the report, its HTML and its scraps never hold a secret.
+Snippets are cut from the *redacted* texts: cutting first could leave a fragment of a token
+that the token patterns no longer recognise.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any
 from ..client import EndpointClient
 from ..display import banner, esc, html_table
 from ..records import Record
+from ..redact import redact_text
 from .experiment import common_prefix_len
 
 # Components, in the order they are checked (and, roughly, rendered).
@@ -152,14 +159,21 @@ class FirstDifference(Record):
     snippet_b: str = ""
     looks_like: str = ""  # timestamp / request id / ... when the differing text matches one
 
+    def __post_init__(self) -> None:
+        # Defence in depth: every constructor below already passes redacted text; idempotent.
+        self.detail = redact_text(self.detail)
+        self.snippet_a = redact_text(self.snippet_a)
+        self.snippet_b = redact_text(self.snippet_b)
+
 
 def first_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> FirstDifference:
     """Name the first differing component of ``b`` against the earlier request ``a``."""
     if a.get("model") != b.get("model"):
-        return FirstDifference(MODEL, "model (or LoRA adapter) name differs", str(a.get("model")), str(b.get("model")))
+        return FirstDifference(MODEL, "model (or LoRA adapter) name differs", _short(a.get("model")),
+                               _short(b.get("model")))
     if a.get("cache_salt") != b.get("cache_salt"):
-        return FirstDifference(SALT, "cache_salt differs: salted requests share no block", str(a.get("cache_salt")),
-                               str(b.get("cache_salt")))
+        return FirstDifference(SALT, "cache_salt differs: salted requests share no block", _short(a.get("cache_salt")),
+                               _short(b.get("cache_salt")))
     for key in TEMPLATE_KEYS:
         if a.get(key) != b.get(key):
             return FirstDifference(TEMPLATE, f"{key} differs", _short(a.get(key)), _short(b.get(key)))
@@ -205,9 +219,11 @@ def _message_diff(ma: Mapping[str, Any] | None, mb: Mapping[str, Any] | None, co
             return FirstDifference(IMAGE, f"{where}: image {what} differs (part {j})",
                                    xa[1] if xa else "", xb[1] if xb else "")
         ta, tb = (xa[1] if xa else ""), (xb[1] if xb else "")
-        snip_a, snip_b = text_snippets(ta, tb)
-        return FirstDifference(comp, f"{where}: text differs at character {_common_chars(ta, tb)}",
-                               snip_a, snip_b, volatile_kind(snip_a, snip_b))
+        snip_a, snip_b, hidden = redacted_snippets(ta, tb)
+        # The kind is read from the raw run (a label only, no text kept): "session_id=…" is redacted
+        # as a secret, yet is exactly the per-request id this analysis should name.
+        return FirstDifference(comp, f"{where}: text differs at character {_common_chars(ta, tb)}{hidden}",
+                               snip_a, snip_b, volatile_kind(*text_snippets(ta, tb)))
     for key in ("name", "tool_calls", "tool_call_id"):
         if ma.get(key) != mb.get(key):
             return FirstDifference(comp, f"{where}: {key} differs", _short(ma.get(key)), _short(mb.get(key)))
@@ -222,9 +238,9 @@ def _tools_diff(ta: Sequence[Any], tb: Sequence[Any]) -> FirstDifference | None:
     by_b = {_tool_name(t): json.dumps(t, sort_keys=True) for t in tb}
     if names_a != names_b and by_a == by_b:
         return FirstDifference(TOOLS, "tool definitions are the same but in another order",
-                               ", ".join(names_a), ", ".join(names_b))
+                               _short(", ".join(names_a)), _short(", ".join(names_b)))
     if set(names_a) != set(names_b):
-        return FirstDifference(TOOLS, "different tool sets", ", ".join(names_a), ", ".join(names_b))
+        return FirstDifference(TOOLS, "different tool sets", _short(", ".join(names_a)), _short(", ".join(names_b)))
     for i, (x, y) in enumerate(zip(ta, tb, strict=False)):
         if x != y:
             sx, sy = json.dumps(x, sort_keys=False), json.dumps(y, sort_keys=False)
@@ -232,10 +248,10 @@ def _tools_diff(ta: Sequence[Any], tb: Sequence[Any]) -> FirstDifference | None:
                 detail = f"tool {_tool_name(x)}: same content, keys in another order (renders differently)"
             else:
                 detail = f"tool {_tool_name(x)}: definition content differs"
-            a, b = text_snippets(sx, sy)
-            return FirstDifference(TOOLS, detail if names_a[: i + 1] == names_b[: i + 1] else "tool order differs",
-                                   a, b)
-    return FirstDifference(TOOLS, "tool definitions differ", ", ".join(names_a), ", ".join(names_b))
+            a, b, hidden = redacted_snippets(sx, sy)
+            return FirstDifference(TOOLS, (detail if names_a[: i + 1] == names_b[: i + 1] else "tool order differs")
+                                   + hidden, a, b)
+    return FirstDifference(TOOLS, "tool definitions differ", _short(", ".join(names_a)), _short(", ".join(names_b)))
 
 
 def _common_chars(a: str, b: str) -> int:
@@ -261,6 +277,15 @@ def text_snippets(a: str, b: str, context: int = 40) -> tuple[str, str]:
     return show(a, ja), show(b, jb)
 
 
+def redacted_snippets(a: str, b: str) -> tuple[str, str, str]:
+    """``text_snippets`` of the redacted texts, and a note when the texts differ only inside a secret."""
+    ra, rb = redact_text(a), redact_text(b)
+    if ra == rb:  # the only difference is inside a redacted value: nothing of it may be shown
+        return "", "", " (inside a value redacted as a secret)"
+    snip_a, snip_b = text_snippets(ra, rb)
+    return redact_text(snip_a), redact_text(snip_b), ""
+
+
 def _run_end(s: str, other: str, i: int) -> int:
     """End of the differing run in ``s`` starting at ``i``: up to where both texts resync (suffix match)."""
     k = 0
@@ -283,7 +308,9 @@ def volatile_kind(*texts: str) -> str:
 
 
 def _short(v: Any, n: int = 120) -> str:
+    """A value as short, redacted text (redacted before it is cut, so no token fragment survives)."""
     s = v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
+    s = redact_text(s)
     return s if len(s) <= n else s[:n] + "…"
 
 
@@ -337,6 +364,7 @@ class MismatchReport(Record):
     n_requests: int = 0
     method: str = ""  # "tokenize" | "canonical (chars/4 estimate)"
     unit_tokens: int = 16
+    unit_assumed: bool = False  # the server reported no block size: ``unit_tokens`` is a placeholder
     comparisons: list[RequestComparison] = field(default_factory=list)
     component_counts: dict[str, int] = field(default_factory=dict)
     #: first difference against the immediately preceding request: shows components that change
@@ -360,16 +388,24 @@ class MismatchReport(Record):
         return sum(v >= self.unit_tokens for v in vals) / len(vals) if vals else None
 
     def figures(self) -> dict[str, Any]:
+        """Everything the distribution figure plots, per-request list included (scraps, artefact)."""
+        return {**self.headline_figures(), "shared_prefix_tokens": self.shared_lengths}
+
+    def headline_figures(self) -> dict[str, Any]:
+        """Key figures only, bounded whatever the number of requests (for the headline / run.json)."""
+        vals = self.shared_lengths
         return {
             "requests": self.n_requests,
             "method": self.method,
             "unit_tokens": self.unit_tokens,
-            "shared_prefix_tokens": self.shared_lengths,
+            "unit_assumed": self.unit_assumed,
             "median_shared_tokens": self.median_shared(),
-            "share_reaching_one_unit": self.share_hitting(),
+            "min_shared_tokens": min(vals) if vals else None,
+            "share_reaching_one_unit": None if self.unit_assumed else self.share_hitting(),
             "first_difference_counts": self.component_counts,
             "vs_previous_counts": self.adjacent_counts,
             "cause": self.cause or None,
+            "cause_share": round(self.cause_share, 4) if self.cause else None,
         }
 
     def figure(self) -> Any:
@@ -385,8 +421,10 @@ class MismatchReport(Record):
             tone = "bad"
         else:
             title, tone = "Requests share their prefix up to the tail", "good"
+        unit = (f"block size not reported, {self.unit_tokens} only a placeholder" if self.unit_assumed
+                else f"unit {self.unit_tokens}")
         detail = (f"{self.n_requests} requests, {self.method}; median shared prefix {self.median_shared()} tokens "
-                  f"(unit {self.unit_tokens})")
+                  f"({unit})")
         ex = ""
         if self.example:
             e = self.example
@@ -399,7 +437,8 @@ class MismatchReport(Record):
              "first_difference": c.first_difference.component, "detail": c.first_difference.detail}
             for c in self.comparisons
         ]
-        return banner(title, detail, tone) + ex + html_table(rows)
+        notes = "".join(f"<li>{esc(n)}</li>" for n in self.notes)
+        return banner(title, detail, tone) + ex + html_table(rows) + (f"<ul>{notes}</ul>" if notes else "")
 
 
 def analyse_requests(
@@ -407,11 +446,12 @@ def analyse_requests(
     *,
     client: EndpointClient | None = None,
     unit_tokens: int = 16,
+    unit_assumed: bool = False,
     max_requests: int = 200,
     notes: Sequence[str] = (),
 ) -> MismatchReport:
     """Compare every request with the earlier one it shares most with. Never raises."""
-    report = MismatchReport(unit_tokens=unit_tokens, notes=list(notes))
+    report = MismatchReport(unit_tokens=unit_tokens, unit_assumed=unit_assumed, notes=[redact_text(n) for n in notes])
     bodies = list(bodies)[:max_requests]
     if len(bodies) > max_requests:
         report.notes.append(f"analysed the first {max_requests} requests")
@@ -426,7 +466,8 @@ def analyse_requests(
         for i, b in enumerate(bodies):
             ids, why = tokenize_request(client, b)
             if ids is None:
-                report.notes.append(f"/tokenize failed for request {i} ({why}); using the canonical rendering")
+                report.notes.append(redact_text(f"/tokenize failed for request {i} ({why}); using the canonical "
+                                                "rendering"))
                 break
             toks.append(ids)
         else:
@@ -470,10 +511,16 @@ def analyse_requests(
 
 
 def analyse_jsonl(
-    path: str | Path, *, client: EndpointClient | None = None, unit_tokens: int = 16, max_requests: int = 200
+    path: str | Path,
+    *,
+    client: EndpointClient | None = None,
+    unit_tokens: int = 16,
+    unit_assumed: bool = False,
+    max_requests: int = 200,
 ) -> MismatchReport:
     bodies, notes = load_requests(path, limit=max_requests)
-    report = analyse_requests(bodies, client=client, unit_tokens=unit_tokens, max_requests=max_requests, notes=notes)
+    report = analyse_requests(bodies, client=client, unit_tokens=unit_tokens, unit_assumed=unit_assumed,
+                              max_requests=max_requests, notes=notes)
     if not bodies:
-        report.ok, report.reason = False, "; ".join(notes) or f"no chat requests in {path}"
+        report.ok, report.reason = False, redact_text("; ".join(notes) or f"no chat requests in {path}")
     return report

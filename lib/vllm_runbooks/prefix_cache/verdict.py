@@ -1,7 +1,9 @@
 """The verdict, from a fixed vocabulary, with the evidence it rests on and the next step.
 
 Order of the rules, first match wins: a server with caching off explains everything else; a
-prefix below one hit unit cannot hit whatever else is right; a workload whose requests differ
+prefix below one hit unit cannot hit whatever else is right (decided only from a block size the
+server reported: without ``cache_config_info`` the unit is a placeholder and the verdict says
+``inconclusive`` and why, unless other evidence decides); a workload whose requests differ
 early cannot share even on a healthy server; a prefix that hit when warm but not after filling
 the KV pool is evicted; only then is a hit on every later request ``working``.
 """
@@ -14,7 +16,7 @@ from typing import Any
 from ..display import banner, esc
 from ..records import Record
 from .experiment import ExperimentResult
-from .granularity import HitGranularity
+from .granularity import DEFAULT_BLOCK_SIZE, MISSING_CONFIG, HitGranularity
 from .mismatch import HISTORY, IMAGE, MODEL, SALT, SYSTEM, TEMPLATE, TOOLS, MismatchReport
 from .retention import RetentionResult
 from .sources import Enablement, enablement_summary
@@ -84,10 +86,16 @@ def decide(
         figures["enabled"] = enablement.effective
         figures["sources_agree"] = enablement.agree
     unit = granularity.unit_tokens if granularity else None
+    assumed = granularity is None or granularity.assumed  # no reported block size: nothing rests on `unit`
     if granularity is not None:
         figures["min_hit_tokens"] = unit
         figures["block_size"] = granularity.block_size
-        evidence.append(f"smallest possible hit: {unit} tokens (units {granularity.units})")
+        figures["block_size_assumed"] = granularity.assumed
+        if granularity.assumed:
+            evidence.append(f"smallest possible hit: unknown — {MISSING_CONFIG} ({DEFAULT_BLOCK_SIZE} is only a "
+                            "placeholder; CPU servers use 128, hybrid models larger units)")
+        else:
+            evidence.append(f"smallest possible hit: {unit} tokens (units {granularity.units})")
     if endpoint_problem:
         evidence.append(f"endpoint: {endpoint_problem}")
 
@@ -98,9 +106,12 @@ def decide(
         d = experiment.deltas
         later = experiment.later_cached()
         hits_seen = any(c > 0 for c in later) or bool(d.hits)
+        kf = experiment.key_figures()
         evidence.append(
             f"experiment: {len(experiment.ok_observations)}/{len(experiment.observations)} requests ok; "
-            f"cached_tokens {[o.cached_tokens for o in experiment.observations]}; shared prefix "
+            f"cached_tokens first {kf['cached_tokens_first']}, later median {kf['cached_tokens_later_median']}, "
+            f"later min {kf['cached_tokens_later_min']} ({kf['later_requests_hit']}/{kf['later_requests']} later "
+            f"requests hit); shared prefix "
             f"{experiment.shared_tokens} tokens → expected {experiment.expected_cached} cached per later request"
         )
         evidence.append(
@@ -114,7 +125,7 @@ def decide(
         if len(d.hits_by_engine) > 1:
             evidence.append(f"hits by engine {d.hits_by_engine}: each data-parallel engine has its own cache")
     if mismatch is not None and mismatch.ok:
-        figures["mismatch"] = mismatch.figures()
+        figures["mismatch"] = mismatch.headline_figures()
         evidence.append(
             f"request analysis ({mismatch.method}): first differences {mismatch.component_counts}; median shared "
             f"prefix {mismatch.median_shared()} tokens"
@@ -159,8 +170,8 @@ def decide(
     if enablement is not None and enablement.effective == "off" and hits_seen:
         evidence.append("enablement sources say off, yet hits were observed: the endpoint is not the server launched")
 
-    # 2. the controlled shared prefix is below one unit
-    if exp_ok and experiment is not None and unit and experiment.shared_tokens is not None:
+    # 2. the controlled shared prefix is below one unit (a unit the server reported, never the placeholder)
+    if exp_ok and experiment is not None and unit and not assumed and experiment.shared_tokens is not None:
         if experiment.shared_tokens < unit:
             return out(
                 PREFIX_TOO_SHORT,
@@ -181,7 +192,7 @@ def decide(
             f"({mismatch.cause_share:.0%} of requests; median shared prefix {mismatch.median_shared()} tokens)",
             step,
         )
-    if mismatch is not None and mismatch.ok and not mismatch.cause and unit:
+    if mismatch is not None and mismatch.ok and not mismatch.cause and unit and not assumed:
         med = mismatch.median_shared()
         if med is not None and med < unit:
             return out(
@@ -204,13 +215,24 @@ def decide(
     if exp_ok and experiment is not None:
         expected = experiment.expected_cached
         later = experiment.later_cached()
-        if experiment.cached_reported and later and expected:
+        if experiment.cached_reported and later and expected and not assumed:
             if all(c >= expected for c in later):
                 summary = f"every later request took {expected} tokens from cache"
                 if experiment.counters_agree() is False:
                     summary += " (counter deltas disagree: other traffic on this server?)"
                 return out(WORKING, summary, "Nothing to change; keep this run as the baseline for later checks.")
-        elif not experiment.cached_reported and experiment.deltas.hits and expected:
+        elif experiment.cached_reported and later and assumed:
+            # No unit to compare with, but the responses themselves decide: every later request took the
+            # same whole prefix from cache (a whole number of the server's own blocks).
+            if all(c > 0 for c in later) and len(set(later)) == 1:
+                return out(
+                    WORKING,
+                    f"every later request took {later[0]} tokens from cache (block size unknown: {MISSING_CONFIG}; "
+                    "judged from the responses alone)",
+                    "Nothing to change; keep this run as the baseline. Expose vllm:cache_config_info (a vLLM "
+                    "version that exports it) so later runs can check the full cacheable prefix.",
+                )
+        elif not experiment.cached_reported and experiment.deltas.hits and expected and not assumed:
             n_later = len(experiment.later)
             if experiment.deltas.hits >= expected * n_later:
                 return out(
@@ -218,17 +240,37 @@ def decide(
                     f"prefix_cache_hits rose by {experiment.deltas.hits:.0f} tokens ({n_later} later requests)",
                     "Nothing to change; start the server with --enable-prompt-tokens-details for per-request proof.",
                 )
+        if hits_seen and assumed:
+            return out(
+                INCONCLUSIVE,
+                f"some hits (later cached tokens min {min(later, default=None)}, max {max(later, default=None)}; "
+                f"counter hits {experiment.deltas.hits}), but {MISSING_CONFIG}: whether every later request took "
+                "the whole cacheable prefix cannot be told",
+                "Expose vllm:cache_config_info (a vLLM version that exports it, /metrics reachable) and re-run; "
+                "check for other traffic or several engines (route a session to the same engine).",
+            )
         if hits_seen:
             return out(
                 INCONCLUSIVE,
-                f"some hits, but not the full shared prefix on every later request (cached {later}, "
-                f"expected {expected})",
+                f"some hits, but not the full shared prefix on every later request (later cached min "
+                f"{min(later, default=None)}, max {max(later, default=None)}; expected {expected})",
                 "Re-run with retention_check=True and check for other traffic or several engines (route a session "
                 "to the same engine).",
             )
+        if assumed:
+            return out(
+                INCONCLUSIVE,
+                f"no request hit, and {MISSING_CONFIG}: the {experiment.shared_tokens}-token shared prefix may be "
+                "shorter than one block (CPU servers use 128, hybrid models larger units)",
+                "Expose vllm:cache_config_info (a vLLM version that exports it, /metrics reachable), or re-run with "
+                "shared_prompt_tokens well above any block size (e.g. 4096); if that still never hits, run the "
+                "retention check and check for several data-parallel engines.",
+            )
+        length = ("the shared prefix length was not measured (no /tokenize)" if experiment.shared_tokens is None
+                  else f"the {experiment.shared_tokens}-token shared prefix spans at least one {unit}-token unit")
         return out(
             INCONCLUSIVE,
-            "caching is on and the prefix is long enough, yet no request hit",
+            f"caching is on and {length}, yet no request hit",
             "Run the retention check (KV pressure evicts prefixes) and check whether requests spread across "
             "data-parallel engines or replicas; route a session to the same engine.",
         )
