@@ -2,19 +2,23 @@
 
 This is NOT a vLLM and is never used as a serving target. It exists only so the client's typed
 failures can be tested for: a hung endpoint, HTTP 500 with a body, malformed SSE, a stream cut
-mid-way (no ``[DONE]``), nonsense JSON, a mid-stream error object, and an echoed API key.
+mid-way (no ``[DONE]``), nonsense JSON, a mid-stream error object, an echoed API key, a server
+that trickles its reply one byte at a time, and a /metrics body of several MB.
 Everything a real server can show (health, chat, tools, 400s, metrics) is tested against the
 real vLLM CPU target instead.
 
 Routes are chosen by path prefix ``/<fault>/...`` so one server serves every fault, e.g.
 ``http://127.0.0.1:PORT/hang/v1/chat/completions``. ``/hang`` blocks until ``release()`` or
-``close()`` (an Event, no sleeps); ``hung`` is set once a request is held there.
+``close()`` (an Event, no sleeps); ``hung`` is set once a request is held there. ``/trickle``
+sends its headers, then one byte every ``trickle_gap_s`` until ``release()``/``close()`` or the
+client hangs up: that pause between bytes *is* the fault, not synchronisation.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CHUNK = {
@@ -34,7 +38,22 @@ FAULTS = (
     "stream_error",
     "echo_auth",
     "bad_metrics",
+    "trickle",
+    "big_metrics",
 )
+BIG_METRICS_BYTES = 6 * 1024 * 1024
+
+
+def big_metrics_body(size: int = BIG_METRICS_BYTES) -> bytes:
+    """Valid Prometheus text of about ``size`` bytes (one histogram family, many label sets)."""
+    lines = ["# HELP vllm:fault_double_seconds A large family.", "# TYPE vllm:fault_double_seconds histogram"]
+    n, total = 0, 0
+    while total < size:
+        line = f'vllm:fault_double_seconds_bucket{{model_name="m",engine="{n}",le="+Inf"}} {n}'
+        lines.append(line)
+        total += len(line) + 1
+        n += 1
+    return ("\n".join(lines) + "\n").encode()
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -48,6 +67,8 @@ class FaultServer:
     def __init__(self) -> None:
         self._release = threading.Event()
         self.hung = threading.Event()  # set when a request is being held by /hang
+        self.trickling = threading.Event()  # set when /trickle has sent its first byte
+        self.trickle_gap_s = 0.05
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
         server = self
 
@@ -178,3 +199,23 @@ class FaultServer:
 
     def _fault_bad_metrics(self, h: BaseHTTPRequestHandler) -> None:
         self._send(h, 200, b"<html>not prometheus</html>", "text/html")
+
+    def _fault_big_metrics(self, h: BaseHTTPRequestHandler) -> None:
+        self._send(h, 200, big_metrics_body(), "text/plain; version=0.0.4")
+
+    def _fault_trickle(self, h: BaseHTTPRequestHandler) -> None:
+        """Headers at once, then a never-ending body one byte per gap (no Content-Length)."""
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream" if h.path.endswith("/completions") else "application/json")
+        h.send_header("Connection", "close")
+        h.end_headers()
+        h.wfile.flush()
+        pattern = b'{"data": [' + b" " * 64
+        i = 0
+        while not self._release.is_set():
+            h.wfile.write(pattern[i % len(pattern) : i % len(pattern) + 1])
+            h.wfile.flush()
+            self.trickling.set()
+            i += 1
+            time.sleep(self.trickle_gap_s)  # the fault itself: the pause between bytes
+        h.close_connection = True

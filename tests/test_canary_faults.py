@@ -11,6 +11,7 @@ Two TEST DOUBLES, neither of them a vLLM:
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import httpx
 import pytest
 
 from fault_server import FaultServer
-from vllm_runbooks.canary import Status, run_canary
+from vllm_runbooks.canary import STEPS, Status, register, run_canary, skipped
 from vllm_runbooks.runner import run_runbook
 from vllm_runbooks.scraps import read_scraps
 
@@ -84,6 +85,59 @@ def test_wrong_expected_model_fails_model_load(faults: FaultServer) -> None:
     step = report.steps[0]
     assert step.status == Status.FAIL
     assert "expected model 'kimi-k3' is not served; /v1/models lists ['fault-double']" in step.reason
+
+
+# -- an abandoned step is cancelled, not left running ------------------------------------------
+def _join_abandoned(step: str) -> bool:
+    """Wait (bounded) for an abandoned step's worker thread; True when it has ended."""
+    for t in [t for t in threading.enumerate() if t.name == f"canary-{step}"]:
+        t.join(timeout=5)
+    return not any(t.name == f"canary-{step}" for t in threading.enumerate())
+
+
+def _chat_requests(server: FaultServer) -> int:
+    return sum(1 for _, path, _ in server.requests if path.endswith("/chat/completions"))
+
+
+def test_hung_tool_step_is_abandoned_and_sends_nothing_more() -> None:
+    """request_timeout_s=30 but step_timeout_s=0.5: the step ends at 0.5 s, its held request dies
+    with it (the worker thread ends within seconds, not 30 s) and no further request is sent."""
+    local = FaultServer().start()
+    try:
+        report = run_canary(endpoint=local.base_url("hang"), model="m", steps=["tool_calling"], tool_calls=6,
+                            request_timeout_s=30, step_timeout_s=0.5)
+        step = report.steps[0]
+        assert step.status == Status.FAIL and step.duration_s < 2.5, step
+        assert "step_timeout_s=0.5" in step.reason or "cancelled at the step deadline" in step.reason, step.reason
+        assert _join_abandoned("tool_calling"), "the abandoned step kept running"
+        assert _chat_requests(local) == 1  # the held one; nothing after the deadline
+        assert local.hung.is_set()
+    finally:
+        local.close()
+
+
+def test_a_step_that_ignores_cancellation_still_cannot_send() -> None:
+    """Even a step loop that never checks ``ctx.cancelled`` is stopped: its own client is aborted."""
+    local = FaultServer().start()
+    sent: list[str] = []
+
+    @register("zz_greedy", "Greedy step", 97)
+    def greedy(ctx):  # type: ignore[no-untyped-def]
+        for _ in range(50):  # would be 50 requests of up to 30 s each
+            r = ctx.client.chat([{"role": "user", "content": "hi"}], timeout_s=30)
+            sent.append(r.failure.kind.value if r.failure else "ok")
+        return skipped("finished")
+
+    try:
+        report = run_canary(endpoint=local.base_url("trickle"), model="m", steps=["zz_greedy"], step_timeout_s=0.5)
+        assert report.steps[0].status == Status.FAIL and "abandoned" in report.steps[0].reason
+        assert report.verdict == "fail" and report.headline()["verdict"] == "fail"
+        assert _join_abandoned("zz_greedy")
+        assert _chat_requests(local) == 1
+        assert sent[0] == "cancelled" and set(sent) == {"cancelled"}  # the in-flight one died, the rest never left
+    finally:
+        STEPS.pop("zz_greedy", None)
+        local.close()
 
 
 # -- TEST DOUBLE: scripted tool-call answers ----------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 
 from vllm_runbooks.canary import (
     STEPS,
+    VERDICTS,
     CanaryConfig,
     CanaryReport,
     Status,
@@ -30,6 +31,7 @@ from vllm_runbooks.canary import (
     png_data_url,
     register,
     run_canary,
+    save_report,
     skipped,
 )
 from vllm_runbooks.canary.serverlog import parse_server_log
@@ -311,3 +313,35 @@ def test_report_round_trips_and_renders() -> None:
     assert report.headline()["figures"]["counts"] == {"passed": 1, "failed": 0, "skipped": 0}
     assert report.latency_figure().data and report.tool_accuracy_figure().layout.title.text
     assert "fail" in repr(failed("x")) and CanaryConfig(tool_calls=10_000).tool_calls == 200
+
+
+def test_headline_verdict_is_only_ever_pass_fail_or_incomplete() -> None:
+    serving = [_step(n, Status.PASS) for n in ("model_load", "short_text", "tool_calling", "structured_agent")]
+    cases = {"pass": serving, "fail": [_step("model_load", Status.FAIL)],
+             "incomplete": [_step("gpu_cuda", Status.SKIP)]}
+    for expected, steps in cases.items():
+        verdict = overall_verdict(steps)
+        report = CanaryReport("http://x", None, "t", 0.0, verdict, steps)
+        assert verdict == expected and report.headline()["verdict"] == expected
+    assert overall_verdict([]) == "incomplete"
+    odd = CanaryReport("http://x", None, "t", 0.0, "PASS!", serving)  # e.g. a hand-edited report
+    assert odd.headline()["verdict"] == "incomplete" and set(VERDICTS) == {"pass", "fail", "incomplete"}
+
+
+def test_save_report_writes_redacted_artefacts_and_never_overwrites(tmp_path: Path) -> None:
+    secret = "hf_abcdefghijklmnopqrstuvwxyz0123456789"
+    steps = [_step("model_load", Status.FAIL), _step("short_text", Status.PASS)]
+    steps[0].evidence = f"Authorization: Bearer {secret}"
+    report = CanaryReport("http://x", "m", "2026-01-01T00:00:00Z", 1.0, overall_verdict(steps), steps)
+    first = save_report(report, tmp_path)
+    assert first == tmp_path / "canary" / "canary_report.json"
+    saved = first.read_text()
+    assert secret not in saved and CanaryReport.from_dict(json.loads(saved)).verdict == "fail"
+    step_file = tmp_path / "canary" / "steps" / "model_load.json"
+    assert secret not in step_file.read_text() and json.loads(step_file.read_text())["status"] == "fail"
+    assert (tmp_path / "canary" / "steps" / "short_text.json").is_file()
+    report.verdict = "pass"
+    second = save_report(report, tmp_path)  # the cell run again: new files, the first untouched
+    assert second is not None and second.name == "canary_report-2.json"
+    assert first.read_text() == saved and (tmp_path / "canary" / "steps" / "model_load-2.json").is_file()
+    assert save_report(report, None) is None

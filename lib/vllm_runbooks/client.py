@@ -8,15 +8,25 @@ Secrets: the API key is read from the environment variable *named* by ``api_key_
 time; it is never stored on the client, and any echo of it in an error body is masked, so it
 cannot reach a result, a repr or a scrap.
 
-Bounded: every call has a timeout; streams also have a total-time limit.
+Bounded: every call has a total deadline (``timeout_s`` for a plain reply, ``total_timeout_s`` for
+a stream) checked as each piece of the body arrives, not only a per-read timeout, so a server that
+trickles one byte a second cannot keep a call alive; and every body is read under a byte cap
+(``max_body_bytes``, 32 MiB by default: a big server's ``/metrics`` is a few MB). A call can also
+be cancelled (``abort()``): later calls return a ``cancelled`` failure without sending anything and
+the sockets of calls in flight are shut down, so they end at once.
 """
 
 from __future__ import annotations
 
+import codecs
 import enum
 import json
 import os
+import re
+import socket
+import threading
 import time
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,12 +38,14 @@ from .metrics import MetricsSnapshot, parse_metrics
 from .records import Record
 
 BODY_EXCERPT_CHARS = 600
+MAX_BODY_BYTES = 32 * 1024 * 1024  # generous: a large server's /metrics is a few MB
+ERROR_BODY_BYTES = 64 * 1024  # an error reply is only kept as an excerpt
 
 
 class FailureKind(enum.StrEnum):
     CONNECTION_REFUSED = "connection_refused"
     CONNECT_ERROR = "connect_error"  # DNS, unreachable, TLS
-    TIMEOUT = "timeout"  # connect/read/write timeout on one operation
+    TIMEOUT = "timeout"  # connect/read/write timeout, or the total deadline of a plain reply
     STREAM_TIMEOUT = "stream_timeout"  # total-time limit of a stream reached
     HTTP_STATUS = "http_status"  # non-2xx, with a body excerpt
     MALFORMED_JSON = "malformed_json"  # 2xx body that is not the JSON expected
@@ -41,6 +53,8 @@ class FailureKind(enum.StrEnum):
     STREAM_INCOMPLETE = "stream_incomplete"  # stream ended (or was cut) before [DONE]
     STREAM_ERROR = "stream_error"  # the server sent an error object inside the stream
     PROTOCOL_ERROR = "protocol_error"  # broken HTTP framing outside a stream
+    BODY_TOO_LARGE = "body_too_large"  # reply (or one stream line) over max_body_bytes
+    CANCELLED = "cancelled"  # the client was aborted (an abandoned canary step)
     CLIENT_ERROR = "client_error"  # anything else from the transport
 
 
@@ -189,6 +203,7 @@ class EndpointClient:
         model: str | None = None,
         timeout_s: float = 30.0,
         connect_timeout_s: float = 5.0,
+        max_body_bytes: int = MAX_BODY_BYTES,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -198,7 +213,11 @@ class EndpointClient:
         self.model = model
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
+        self.max_body_bytes = max_body_bytes
         self._http = httpx.Client(transport=transport, follow_redirects=False)
+        self._cancel = threading.Event()
+        self._streams: weakref.WeakSet[Any] = weakref.WeakSet()  # network streams this client opened
+        self._streams_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"EndpointClient({self.base_url!r}, api_key_env={self.api_key_env!r}, model={self.model!r})"
@@ -212,6 +231,25 @@ class EndpointClient:
     def close(self) -> None:
         self._http.close()
 
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def abort(self) -> None:
+        """Cancel this client from any thread: no further requests are sent (each call returns a
+        ``cancelled`` failure) and calls in flight end now, their sockets shut down under them."""
+        self._cancel.set()
+        with self._streams_lock:
+            streams = list(self._streams)
+        for stream in streams:
+            sock = stream.get_extra_info("socket")
+            if isinstance(sock, socket.socket):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:  # already closed
+                    pass
+        self.close()
+
     # -- plumbing ----------------------------------------------------------------------------
     def _key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
@@ -224,12 +262,24 @@ class EndpointClient:
         t = self.timeout_s if timeout_s is None else timeout_s
         return httpx.Timeout(t, connect=min(self.connect_timeout_s, t))
 
+    def _trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's trace extension: remember each connection's network stream for ``abort()``."""
+        if event == "connection.connect_tcp.complete" and info.get("return_value") is not None:
+            with self._streams_lock:
+                self._streams.add(info["return_value"])
+
+    def _cancelled_failure(self, detail: str = "") -> Failure:
+        suffix = f" ({detail})" if detail else ""
+        return Failure(FailureKind.CANCELLED, "client aborted; request not completed" + suffix)
+
     def _mask(self, text: str) -> str:
         key = self._key()
         return text.replace(key, "***") if key and len(key) >= 4 else text
 
     def _transport_failure(self, exc: Exception) -> Failure:
         msg = self._mask(f"{type(exc).__name__}: {exc}")
+        if self.cancelled:
+            return self._cancelled_failure(msg)
         if isinstance(exc, httpx.TimeoutException):
             return Failure(FailureKind.TIMEOUT, msg)
         if isinstance(exc, httpx.ConnectError):
@@ -252,38 +302,63 @@ class EndpointClient:
         timeout_s: float | None = None,
         expect_json: bool = True,
     ) -> Response:
+        """One plain call, streamed in so the total deadline and the byte cap hold for the body too."""
         start = time.monotonic()
+        total = self.timeout_s if timeout_s is None else timeout_s
+        deadline = start + total
+
+        def fail(failure: Failure, status: int | None = None) -> Response:
+            return Response(path, False, status, time.monotonic() - start, failure=failure)
+
+        if self.cancelled:
+            return fail(self._cancelled_failure())
         try:
-            r = self._http.request(
+            with self._http.stream(
                 method,
                 self.base_url + path,
                 json=json_body,
                 headers=self._headers(),
                 timeout=self._timeout(timeout_s),
-            )
+                extensions={"trace": self._trace},
+            ) as r:
+                status = r.status_code
+                if not 200 <= status < 300:
+                    return fail(self._status_failure(status, _read_bounded(r, deadline, ERROR_BODY_BYTES)), status)
+                try:
+                    raw = b"".join(_capped_chunks(r, deadline, self.max_body_bytes))
+                except _DeadlineExceeded as exc:
+                    return fail(Failure(FailureKind.TIMEOUT, f"reply not complete within the total deadline of "
+                                        f"{total:g} s ({exc.received} bytes received)", status), status)
+                except _BodyTooLarge as exc:
+                    return fail(Failure(FailureKind.BODY_TOO_LARGE, exc.message(), status), status)
+                encoding = r.encoding or "utf-8"
         except httpx.HTTPError as exc:
-            return Response(path, False, elapsed_s=time.monotonic() - start, failure=self._transport_failure(exc))
+            failure = self._transport_failure(exc)
+            return fail(failure)
+        except RuntimeError as exc:  # httpx: the client was closed under us (abort from another thread)
+            if self.cancelled:
+                return fail(self._cancelled_failure(str(exc)))
+            return fail(Failure(FailureKind.CLIENT_ERROR, self._mask(f"{type(exc).__name__}: {exc}")))
         elapsed = time.monotonic() - start
-        if not 200 <= r.status_code < 300:
-            return Response(path, False, r.status_code, elapsed, failure=self._status_failure(r.status_code, r.text))
+        text = raw.decode(encoding, errors="replace")
         if not expect_json:
-            return Response(path, True, r.status_code, elapsed, data=r.text)
+            return Response(path, True, status, elapsed, data=text)
         try:
-            data = r.json() if r.content else None
+            data = json.loads(text) if raw else None
         except ValueError as exc:
             return Response(
                 path,
                 False,
-                r.status_code,
+                status,
                 elapsed,
                 failure=Failure(
                     FailureKind.MALFORMED_JSON,
                     f"body is not JSON: {exc}",
-                    r.status_code,
-                    self._mask(r.text[:BODY_EXCERPT_CHARS]),
+                    status,
+                    self._mask(text[:BODY_EXCERPT_CHARS]),
                 ),
             )
-        return Response(path, True, r.status_code, elapsed, data=data)
+        return Response(path, True, status, elapsed, data=data)
 
     def _model(self) -> str:
         if self.model is None:
@@ -404,6 +479,9 @@ class EndpointClient:
         if include_usage:
             body["stream_options"] = {"include_usage": True, **(params.get("stream_options") or {})}
         result = ChatResult(ok=False, stream=True)
+        if self.cancelled:
+            result.failure = self._cancelled_failure()
+            return _finish(result, time.monotonic())
         start = time.monotonic()
         deadline = start + total_timeout_s
         last_token: float | None = None
@@ -415,13 +493,15 @@ class EndpointClient:
                 json=body,
                 headers=self._headers(),
                 timeout=self._timeout(min(self.timeout_s if timeout_s is None else timeout_s, total_timeout_s)),
+                extensions={"trace": self._trace},
             ) as r:
                 result.status_code = r.status_code
                 if not 200 <= r.status_code < 300:
-                    text = _read_bounded(r, deadline)
+                    text = _read_bounded(r, deadline, ERROR_BODY_BYTES)
                     result.failure = self._status_failure(r.status_code, text)
                     return _finish(result, start)
-                for event in _sse_events(r.iter_lines(), deadline):
+                lines = _lines(_capped_chunks(r, deadline, self.max_body_bytes))
+                for event in _sse_events(lines, deadline):
                     if isinstance(event, Failure):
                         result.failure = Failure(
                             event.kind,
@@ -476,7 +556,22 @@ class EndpointClient:
                             elif last_token is not None:
                                 result.inter_token_s.append(now - last_token)
                             last_token = now
+        except _DeadlineExceeded as exc:
+            result.failure = Failure(
+                FailureKind.STREAM_TIMEOUT,
+                f"stream exceeded its total-time limit of {total_timeout_s:g} s ({exc.received} bytes received)",
+                result.status_code,
+            )
+        except _BodyTooLarge as exc:
+            result.failure = Failure(FailureKind.BODY_TOO_LARGE, exc.message(), result.status_code)
+        except RuntimeError as exc:  # httpx: the client was closed under us (abort from another thread)
+            kind = FailureKind.CANCELLED if self.cancelled else FailureKind.CLIENT_ERROR
+            result.failure = Failure(kind, self._mask(f"{type(exc).__name__}: {exc}"), result.status_code)
         except httpx.RemoteProtocolError as exc:
+            if self.cancelled:
+                result.failure = self._cancelled_failure(self._mask(str(exc)))
+                result.failure.status_code = result.status_code
+                return _finish(result, start)
             result.failure = Failure(
                 FailureKind.STREAM_INCOMPLETE,
                 self._mask(f"connection closed mid-stream: {exc}"),
@@ -494,9 +589,13 @@ class EndpointClient:
             )
         return _finish(result, start)
 
-    def metrics(self, timeout_s: float | None = 10.0) -> MetricsResult:
-        """Scrape ``/metrics`` and parse it by family (see ``vllm_runbooks.metrics``)."""
-        resp = self._request("GET", "/metrics", timeout_s=timeout_s, expect_json=False)
+    def metrics(self, timeout_s: float | None = None) -> MetricsResult:
+        """Scrape ``/metrics`` and parse it by family (see ``vllm_runbooks.metrics``).
+
+        ``timeout_s=None``: the client's ``timeout_s``, at most 10 s (a scrape must not stall a run).
+        """
+        total = min(self.timeout_s, 10.0) if timeout_s is None else timeout_s
+        resp = self._request("GET", "/metrics", timeout_s=total, expect_json=False)
         if not resp.ok:
             return MetricsResult(False, resp.status_code, resp.elapsed_s, failure=resp.failure)
         snap = parse_metrics(resp.data or "")
@@ -538,7 +637,8 @@ def _args_text(arguments: Any) -> str:
     return json.dumps(arguments)
 
 
-def _read_bounded(r: httpx.Response, deadline: float, limit: int = 64 * 1024) -> str:
+def _read_bounded(r: httpx.Response, deadline: float, limit: int = ERROR_BODY_BYTES) -> str:
+    """The start of an error body: at most ``limit`` bytes, whatever arrived by ``deadline``."""
     buf = b""
     try:
         for chunk in r.iter_bytes():
@@ -547,7 +647,61 @@ def _read_bounded(r: httpx.Response, deadline: float, limit: int = 64 * 1024) ->
                 break
     except httpx.HTTPError:
         pass
-    return buf.decode("utf-8", errors="replace")
+    return buf[:limit].decode("utf-8", errors="replace")
+
+
+class _DeadlineExceeded(Exception):
+    def __init__(self, received: int) -> None:
+        super().__init__(received)
+        self.received = received
+
+
+class _BodyTooLarge(Exception):
+    def __init__(self, received: int, cap: int, what: str = "reply body") -> None:
+        super().__init__(received, cap, what)
+        self.received, self.cap, self.what = received, cap, what
+
+    def message(self) -> str:
+        cap = f"{self.cap / 2**20:g} MiB" if self.cap >= 2**20 else f"{self.cap} byte"
+        return f"{self.what} exceeds the {cap} cap (max_body_bytes={self.cap}); {self.received} bytes seen"
+
+
+def _capped_chunks(r: httpx.Response, deadline: float, cap: int) -> Iterator[bytes]:
+    """The body as it arrives; raises _DeadlineExceeded / _BodyTooLarge as soon as either is hit.
+
+    The deadline is checked after every piece the network delivers, so a trickling server is cut
+    at the deadline plus one gap between bytes (a silent one is cut by the per-read timeout).
+    """
+    declared = r.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap:
+        raise _BodyTooLarge(int(declared), cap, "declared Content-Length")
+    received = 0
+    for chunk in r.iter_bytes():
+        received += len(chunk)
+        if received > cap:
+            raise _BodyTooLarge(received, cap)
+        yield chunk
+        if time.monotonic() > deadline:
+            raise _DeadlineExceeded(received)
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _lines(chunks: Iterator[bytes]) -> Iterator[str]:
+    """Split a byte stream into lines (CRLF, LF or CR, as SSE allows). Unlike ``iter_lines`` the
+    chunks come from ``_capped_chunks``, so a line that never ends still meets the deadline and cap."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    pending = ""
+    for chunk in chunks:
+        text = pending + decoder.decode(chunk)
+        held = text.endswith("\r")  # may be the first half of CRLF
+        parts = _LINE_END.split(text[:-1] if held else text)
+        pending = parts.pop() + ("\r" if held else "")
+        yield from parts
+    text = pending + decoder.decode(b"", final=True)
+    if text:
+        yield from _LINE_END.split(text[:-1] if text.endswith("\r") else text)
 
 
 def _sse_events(lines: Iterator[str], deadline: float) -> Iterator[Any]:

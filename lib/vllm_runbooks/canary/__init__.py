@@ -10,11 +10,12 @@ Steps live in a registry (``registry.register``); modules in ``canary/steps/`` a
 
 from __future__ import annotations
 
-import json
+import re
 from pathlib import Path
 from typing import Any
 
-from .model import CanaryConfig, CanaryReport, ExpansionStage, Status, StepResult
+from ..artefacts import write_artefact
+from .model import VERDICTS, CanaryConfig, CanaryReport, ExpansionStage, Status, StepResult
 from .nccl import NcclTestsResult, allreduce_check, load_nccl_tests, parse_nccl_tests
 from .plan import expansion_plan, overall_verdict
 from .png import make_png, png_data_url
@@ -22,6 +23,7 @@ from .registry import STEPS, Outcome, StepContext, failed, passed, register, reg
 from .toolcheck import ToolAccuracy, ToolSuite, check_call, default_tool_schema_path, load_tool_suite
 
 REPORT_FILE = "canary/canary_report.json"
+STEP_DIR = "canary/steps"
 
 
 def glue_report(report: CanaryReport) -> dict[str, Any]:
@@ -39,15 +41,18 @@ def glue_report(report: CanaryReport) -> dict[str, Any]:
 
 
 def save_report(report: CanaryReport, run_dir: str | Path | None) -> Path | None:
-    """Write the report as JSON under ``<run_dir>/canary/`` for the change record; never overwrite."""
+    """Write the report (``canary/canary_report.json``) and each step's result
+    (``canary/steps/<step>.json``) for the change record, through ``write_artefact``: redacted,
+    created new, never over an earlier file. Returns the report's path."""
     if not run_dir:
         return None
-    path = Path(run_dir) / REPORT_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        path = path.with_name(f"canary_report-{report.started_at.replace(':', '')}.json")
-    path.write_text(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
+    for step in report.steps:
+        write_artefact(run_dir, f"{STEP_DIR}/{_safe_name(step.step)}.json", step)
+    return write_artefact(run_dir, REPORT_FILE, report)
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".") or "step"
 
 
 def show(fig: Any) -> None:
@@ -59,6 +64,7 @@ def show(fig: Any) -> None:
 
 __all__ = [
     "STEPS",
+    "VERDICTS",
     "CanaryConfig",
     "CanaryReport",
     "ExpansionStage",

@@ -26,6 +26,7 @@ class Status(enum.StrEnum):
 
 
 STATUS_TONE = {Status.PASS: "good", Status.FAIL: "bad", Status.SKIP: "warn"}
+VERDICTS = ("pass", "fail", "incomplete")  # the only values a canary headline carries
 STATUS_MARK = {Status.PASS: "✔ pass", Status.FAIL: "✘ fail", Status.SKIP: "– skip"}
 
 
@@ -150,11 +151,15 @@ class CanaryReport(Record):
         return (tools.details.get("accuracy") if tools else None) or None
 
     def headline(self) -> dict[str, Any]:
-        """The ``headline`` scrap runbook 03 glues and the runner copies into run.json."""
+        """The ``headline`` scrap runbook 03 glues and the runner copies into run.json.
+
+        Its verdict is always one of ``VERDICTS``: anything else (a hand-edited report) reads as
+        "incomplete", never as a pass.
+        """
         acc = self.tool_accuracy() or {}
         return {
             "runbook": "canary_validation",
-            "verdict": self.verdict,
+            "verdict": self.verdict if self.verdict in VERDICTS else "incomplete",
             "figures": {
                 "endpoint": self.endpoint,
                 "model": self.model,

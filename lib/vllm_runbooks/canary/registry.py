@@ -6,7 +6,11 @@ must not touch the runner, the report or the notebook. A step is a function regi
 automatically) or in user code before ``run_canary`` is called.
 
 A step never raises to the runner and never runs unbounded: each runs in a worker thread that
-is abandoned after ``step_timeout_s`` (its own requests are bounded by ``request_timeout_s``).
+is abandoned after ``step_timeout_s`` (its own requests are bounded by ``request_timeout_s`` and
+by what is left of the step's budget). Each step gets its own client; an abandoned step is
+*cancelled*, not just left behind: its ``cancel`` event is set, its client is aborted (the
+request in flight dies, every later call returns ``cancelled`` without being sent), so an
+abandoned step adds no load and no timings overlap with the steps after it.
 """
 
 from __future__ import annotations
@@ -50,13 +54,29 @@ def skipped(reason: str, evidence: Any = "", **details: Any) -> Outcome:
 
 
 class StepContext:
-    """What a step may use: the configuration, a shared client, and a timings recorder."""
+    """What a step may use: the configuration, this step's own client, a timings recorder, and
+    its cancellation (``cancelled`` turns true when the runner abandons the step; loops that send
+    requests check it before each one)."""
 
-    def __init__(self, config: CanaryConfig, client: EndpointClient, shared: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        config: CanaryConfig,
+        client: EndpointClient,
+        shared: dict[str, Any],
+        *,
+        cancel: threading.Event | None = None,
+        deadline: float | None = None,
+    ) -> None:
         self.config = config
         self.client = client
         self.shared = shared  # cross-step facts (the resolved model, the tool suite)
         self.timings: dict[str, float] = {}
+        self.cancel = cancel or threading.Event()
+        self.deadline = deadline  # time.monotonic() value at which the runner abandons the step
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel.is_set() or (self.deadline is not None and time.monotonic() >= self.deadline)
 
     def time(self, name: str, seconds: float | None) -> None:
         if seconds is not None:
@@ -64,7 +84,10 @@ class StepContext:
 
     @property
     def timeout(self) -> float:
-        return self.config.request_timeout_s
+        """Per-request limit: ``request_timeout_s``, never past the step's own deadline."""
+        if self.deadline is None:
+            return self.config.request_timeout_s
+        return max(0.05, min(self.config.request_timeout_s, self.deadline - time.monotonic()))
 
 
 StepFn = Callable[[StepContext], Outcome]
@@ -127,11 +150,35 @@ def body_view(f: Failure | None, limit: int = 400) -> Any:
         return f.body_excerpt[:limit]
 
 
-def run_step(step: Step, config: CanaryConfig, client: EndpointClient, shared: dict[str, Any]) -> StepResult:
-    """Run one step in a worker thread, bounded by ``step_timeout_s``; exceptions become fails."""
-    ctx = StepContext(config, client, shared)
-    box: dict[str, Outcome] = {}
+def step_client(config: CanaryConfig, model: str | None, transport: httpx.BaseTransport | None) -> EndpointClient:
+    return EndpointClient(
+        config.endpoint,
+        api_key_env=config.api_key_env,
+        model=model,
+        timeout_s=config.request_timeout_s,
+        connect_timeout_s=min(5.0, config.request_timeout_s),
+        transport=transport,
+    )
+
+
+def run_step(
+    step: Step,
+    config: CanaryConfig,
+    shared: dict[str, Any],
+    transport: httpx.BaseTransport | None = None,
+) -> StepResult:
+    """Run one step in a worker thread with its own client, bounded by ``step_timeout_s``.
+
+    Exceptions become fails. A step still running at its deadline is cancelled (event set,
+    client aborted) and reported as a fail. The model a step resolved is kept in
+    ``shared["model"]`` for the clients of later steps.
+    """
     started, t0 = utc_now(), time.monotonic()
+    if step.needs_endpoint and not config.endpoint:
+        return StepResult(step.name, step.title, step.order, Status.SKIP, "no endpoint given", started_at=started)
+    client = step_client(config, shared.get("model") or config.model, transport)
+    ctx = StepContext(config, client, shared, cancel=threading.Event(), deadline=t0 + config.step_timeout_s)
+    box: dict[str, Outcome] = {}
 
     def work() -> None:
         try:
@@ -139,15 +186,19 @@ def run_step(step: Step, config: CanaryConfig, client: EndpointClient, shared: d
         except Exception as exc:  # a bug in a step is evidence, not a crashed runbook
             box["out"] = failed(f"step raised {type(exc).__name__}: {exc}")
 
-    if step.needs_endpoint and not config.endpoint:
-        return StepResult(step.name, step.title, step.order, Status.SKIP, "no endpoint given", started_at=started)
     worker = threading.Thread(target=work, name=f"canary-{step.name}", daemon=True)
     worker.start()
     worker.join(timeout=config.step_timeout_s)
     if worker.is_alive() or "out" not in box:
-        out = failed(f"step did not finish within step_timeout_s={config.step_timeout_s:g} s; abandoned")
+        ctx.cancel.set()
+        client.abort()
+        out = failed(f"step did not finish within step_timeout_s={config.step_timeout_s:g} s; abandoned "
+                     f"(cancelled: its requests stopped)")
     else:
         out = box["out"]
+        client.close()
+        if client.model:
+            shared["model"] = client.model
     return StepResult(
         step=step.name,
         title=step.title,
@@ -156,7 +207,7 @@ def run_step(step: Step, config: CanaryConfig, client: EndpointClient, shared: d
         reason=out.reason,
         started_at=started,
         duration_s=round(time.monotonic() - t0, 4),
-        timings=dict(ctx.timings),
+        timings=dict(ctx.timings),  # a snapshot: an abandoned step records nothing after this
         evidence=out.evidence,
         details=out.details,
     )
@@ -183,19 +234,11 @@ def run_canary(
     t0, started = time.monotonic(), utc_now()
     shared: dict[str, Any] = {}
     results: list[StepResult] = []
-    with EndpointClient(
-        config.endpoint,
-        api_key_env=config.api_key_env,
-        model=config.model,
-        timeout_s=config.request_timeout_s,
-        connect_timeout_s=min(5.0, config.request_timeout_s),
-        transport=transport,
-    ) as client:
-        for step in registered_steps():
-            if wanted is not None and step.name not in wanted:
-                continue
-            results.append(run_step(step, config, client, shared))
-        model = client.model
+    for step in registered_steps():
+        if wanted is not None and step.name not in wanted:
+            continue
+        results.append(run_step(step, config, shared, transport))
+    model = shared.get("model") or config.model
     verdict = overall_verdict(results)
     return CanaryReport(
         endpoint=config.endpoint,

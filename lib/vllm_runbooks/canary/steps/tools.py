@@ -64,6 +64,9 @@ def tool_calling(ctx: StepContext) -> Outcome:
     first_body: Any = None
     streak = 0
     for i, (mode, stream, name) in enumerate(forced_plan(ctx.config.tool_calls, suite)):
+        if ctx.cancelled:  # abandoned by the runner: send nothing more
+            acc.aborted = f"cancelled at the step deadline ({acc.requests} of {ctx.config.tool_calls} requests sent)"
+            break
         choice: Any = "required" if mode == "required" else {"type": "function", "function": {"name": name}}
         messages = [{"role": "user", "content": suite.prompts[i % len(suite.prompts)]}]
         r = _call(ctx, messages, stream, tools=suite.tools, tool_choice=choice, parallel_tool_calls=False,
@@ -81,7 +84,7 @@ def tool_calling(ctx: StepContext) -> Outcome:
                            f"({acc.requests} of {ctx.config.tool_calls} requests sent)")
             break
 
-    if not acc.aborted:
+    if not acc.aborted and not ctx.cancelled:
         question = [{"role": "user", "content": "Just say hello; do not use any tool."}]
         none = _call(ctx, question, False, tools=suite.tools, tool_choice="none", max_tokens=ctx.config.max_tokens)
         acc.add_no_call_probe("tool_choice=none", none, _failure_text(none))
@@ -172,6 +175,8 @@ def structured_agent(ctx: StepContext) -> Outcome:
         ]
         # No tool_choice: an agent's follow-up turn leaves it to the server default ("auto" with tools).
         for stream in (False, True):
+            if ctx.cancelled:
+                break
             label = "follow_up_stream" if stream else "follow_up"
             f = _call(ctx, messages, stream, tools=suite.tools, max_tokens=ctx.config.max_tokens)
             ctx.time(label, f.e2e_s)
