@@ -24,10 +24,10 @@ install: $(BASE_STAMP)
 target: $(TARGET_STAMP)
 
 lint: $(BASE_STAMP)
-	$(VENV)/bin/ruff check lib tests scripts benchmarks
+	$(VENV)/bin/ruff check lib tests scripts benchmarks runbooks notebooks
 
 test: $(TARGET_STAMP)
-	$(VENV)/bin/ruff check lib tests scripts benchmarks
+	$(VENV)/bin/ruff check lib tests scripts benchmarks runbooks notebooks
 	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
 
 demo: $(TARGET_STAMP)
