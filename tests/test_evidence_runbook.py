@@ -91,3 +91,119 @@ def test_runbook_local_without_gpu_completes(tmp_path: Path) -> None:
         assert item["status"] in {"ok", "partial", "unavailable"}
         if item["status"] != "ok":
             assert item["reason"]
+
+
+# --- an abandoned collector may not write after the capture moved on ------------------------------
+def test_collector_abandoned_after_timeout_cannot_write(tmp_path: Path) -> None:
+    import threading
+
+    from vllm_runbooks.evidence import Item, run_bounded
+    from vllm_runbooks.evidence.collectors import Context, WriteRefused
+    from vllm_runbooks.probe import Options
+
+    ctx = Context(source=None, opts=Options(), out_dir=tmp_path / "evidence")  # type: ignore[arg-type]
+    release, done = threading.Event(), threading.Event()
+    seen: dict[str, str] = {}
+
+    def blocked() -> Item:
+        try:
+            release.wait(30)
+            ctx.keep("late.txt", b"written after the timeout")
+            seen["outcome"] = "written"
+        except WriteRefused as e:
+            seen["outcome"] = f"refused: {e}"
+        finally:
+            done.set()
+        return Item.unavailable("unreachable")
+
+    item = run_bounded(blocked, 0.05, "blocked")
+    assert item.status == "unavailable" and "timed out after 0.05s" in item.reason
+    assert "writes to raw/ are refused" in item.reason
+    release.set()
+    assert done.wait(30)
+    assert seen["outcome"].startswith("refused") and "raw/late.txt" in seen["outcome"]
+    assert not (tmp_path / "evidence" / "raw" / "late.txt").exists()
+
+    # a collector that finishes in time still writes, on the same context
+    def quick() -> Item:
+        return Item.unavailable("wrote", {"rel": ctx.keep("early.txt", b"ok")})
+
+    assert run_bounded(quick, 30, "quick").value == {"rel": "raw/early.txt"}
+    assert (tmp_path / "evidence" / "raw" / "early.txt").read_bytes() == b"ok"
+
+
+class _StallingLog:
+    """A log stream that gives one line, then waits for ``release`` before the rest."""
+
+    def __init__(self, release: object) -> None:
+        self.release = release
+        self.lines = [b"INFO starting\n", b"ERROR late line HF_TOKEN=hf_kQ7pLm2XvR9tYw4ZsB8nC3dF6gH1jK5aE0uI\n"]
+
+    def __enter__(self) -> _StallingLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def __iter__(self):  # noqa: ANN204
+        yield self.lines[0]
+        self.release.wait(30)  # type: ignore[attr-defined]
+        yield self.lines[1]
+
+
+def test_stalled_log_collector_leaves_nothing_after_sha256sums(tmp_path: Path, monkeypatch) -> None:
+    """The capture finishes (evidence.json, SHA256SUMS) while a log copy hangs; when the copy resumes
+    it must not add a file under raw/ — the manifest still verifies and no partial copy is left."""
+    import tempfile
+    import threading
+
+    from vllm_runbooks.evidence import collectors
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    release, done = threading.Event(), threading.Event()
+    outcome: dict[str, BaseException | None] = {}
+
+    class StallingSource:
+        kind = "bundle"
+        meta = None
+
+        def read(self, name: str):  # noqa: ANN201
+            from vllm_runbooks.probe import Captured
+
+            return Captured(name, "unavailable", reason="not in this test")
+
+        def logs(self):  # noqa: ANN201
+            return [("server.log", lambda: _StallingLog(release))]
+
+        def findings(self) -> list[str]:
+            return []
+
+        def close(self) -> None:
+            return None
+
+    def logs_then_report(ctx: collectors.Context):  # noqa: ANN202
+        try:
+            return collectors.collect_logs(ctx)
+        except BaseException as e:
+            outcome["error"] = e
+            raise
+        finally:
+            done.set()
+
+    monkeypatch.setattr("vllm_runbooks.evidence.writer.open_source", lambda source, opts: StallingSource())
+    monkeypatch.setattr(collectors, "COLLECTORS", {"logs": collectors.Collector("logs", "Logs", logs_then_report)})
+    from vllm_runbooks.evidence import collect_evidence, load_evidence
+
+    run_dir = tmp_path / "run"
+    ev = collect_evidence("stalling", run_dir=run_dir, collector_timeout_s=0.2)
+    assert ev.items["logs"].status == "unavailable" and "refused" in ev.items["logs"].reason
+    release.set()
+    assert done.wait(30)
+    assert isinstance(outcome.get("error"), collectors.WriteRefused)
+    assert not (run_dir / "evidence" / "raw" / "logs").exists()
+    assert list(scratch.iterdir()) == []  # the copy made outside the run dir is gone too
+    load_evidence(run_dir)  # the manifest still matches the directory
+    sums = (run_dir / "evidence" / "SHA256SUMS").read_text()
+    assert "raw/logs" not in sums

@@ -6,14 +6,28 @@ onto a node where nothing can be installed, so both paths redact with the same r
 Rules (each replaces the secret with a ``<redacted:kind>`` marker and keeps the name, so a
 reviewer still sees *that* a token was set):
 
-- environment names that look secret (parts TOKEN, KEY, SECRET, PASSWORD, PASSWD, PASS,
-  CREDENTIAL(S), AUTH, COOKIE, SESSION…, and everything ``AWS_*``);
-- command-line flags whose name has such a part: ``--api-key X`` and ``--api-key=X``;
-- ``NAME=value`` pairs and ``'name': 'value'`` / ``name='value'`` in text;
-- credentials in URLs (``https://user:pass@host``) and secret query parameters (``?token=``);
+- names that look secret: a part (split on ``_``, ``-``, ``.`` and camelCase) TOKEN, KEY, SECRET,
+  PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL(S), AUTH, COOKIE, PRIVATE…; a part containing
+  PASSWORD/PASSWD/PASSPHRASE/SECRET or ending in TOKEN/APIKEY (``PGPASSWORD``, ``HFTOKEN``);
+  PASS as the last of several parts (``DB_PASS``); a few known names (``MYSQL_PWD``);
+  everything ``AWS_*``. A name whose last part says it is a reference (``…_ENV``, ``…_FILE``,
+  ``…_PATH``) or a measure (``…_COUNT``, ``…_IDS``, ``…_SECONDS``) is not a secret;
+- command-line flags with such a name: ``--api-key X Y`` (every value up to the next ``-``
+  argument), ``--api-key=X``, and the list forms ``'--api-key', 'X'`` / ``"--api-key", "X"``;
+- ``NAME=value``, ``name: value``, ``'name': 'value'``, ``name='value'`` and bracketed lists
+  (``'api_key': ['k1', 'k2']``) in text, also inside the quoted value of a harmless name;
+- credentials in URLs (``https://user:pass@host``, ``redis://:pw@host``, ``@`` in the password)
+  and secret query parameters (``?token=``);
 - ``Authorization: Bearer …`` / ``Basic …`` headers;
 - well-known token shapes anywhere: AWS access key ids, ``hf_…``, ``sk-…``, GitHub
   ``ghp_…``/``github_pat_…``, Slack ``xox?-…``, Google ``AIza…``, JWTs, PEM private-key blocks.
+
+Numbers and booleans are never replaced because of the name of their key: a count is far more
+common than a numeric secret in JSON.
+
+Every pattern is linear in the length of its input (a name is anchored at the start of a word
+and at most 128 characters long), and ``LineRedactor`` keeps only the first ``LINE_CAP_CHARS``
+of a line: the rest of an over-long line is dropped, never passed through.
 
 Redaction is idempotent: running it twice gives the same text.
 """
@@ -25,6 +39,7 @@ from typing import Any
 
 __all__ = [
     "MARK",
+    "LINE_CAP_CHARS",
     "is_secret_name",
     "redact_text",
     "redact_env",
@@ -35,6 +50,8 @@ __all__ = [
 ]
 
 MARK = "<redacted:{}>"
+#: Longest line ``LineRedactor`` keeps; the rest of a longer line is dropped with a note.
+LINE_CAP_CHARS = 64 * 1024
 
 _SECRET_PARTS = frozenset(
     {
@@ -47,15 +64,12 @@ _SECRET_PARTS = frozenset(
         "PASSWORD",
         "PASSWORDS",
         "PASSWD",
-        "PASS",
         "PASSPHRASE",
         "CREDENTIAL",
         "CREDENTIALS",
         "AUTH",
         "AUTHORIZATION",
         "COOKIE",
-        "SESSION",
-        "SIGNATURE",
         "PRIVATE",
         "ACCESSKEY",
         "SECRETKEY",
@@ -63,8 +77,44 @@ _SECRET_PARTS = frozenset(
         "HFTOKEN",
     }
 )
+# A part that is a secret wherever it appears inside a part (PGPASSWORD, CLIENTSECRET) …
+_SECRET_INFIX = re.compile(r"PASSWORD|PASSWD|PASSPHRASE|SECRET")
+# … or at the end of one (HFTOKEN, OPENAIAPIKEY) — but not TOKENS, TOKENIZER.
+_SECRET_SUFFIX = ("TOKEN", "APIKEY", "ACCESSKEY", "SECRETKEY", "PRIVATEKEY")
+# Whole names that hold a secret without any of the parts above.
+_KNOWN_SECRET = frozenset({"MYSQL_PWD", "SSHPASS", "BW_SESSION", "AZURE_STORAGE_CONNECTION_STRING"})
 # A last part that makes the name a reference to a secret (a variable name, a file), not one.
 _REFERENCE_SUFFIXES = frozenset({"ENV", "VAR", "VARIABLE", "NAME", "FILE", "PATH", "DIR"})
+# A last part that makes the name a measure or a description of a secret-ish thing, not one:
+# token_count, prompt_token_ids, time_to_first_token_seconds, key_type, KeyError.
+_MEASURE_SUFFIXES = frozenset(
+    {
+        "COUNT",
+        "COUNTS",
+        "ID",
+        "IDS",
+        "SECONDS",
+        "SECS",
+        "MS",
+        "LEN",
+        "LENGTH",
+        "LIMIT",
+        "SIZE",
+        "NUM",
+        "TOTAL",
+        "RATE",
+        "BUDGET",
+        "INDEX",
+        "IDX",
+        "TYPE",
+        "KIND",
+        "MODE",
+        "USAGE",
+        "ERROR",
+        "EXCEPTION",
+        "WARNING",
+    }
+)
 # Names that contain a secret-looking part but are well-known non-secrets.
 _NOT_SECRET = frozenset(
     {
@@ -77,19 +127,34 @@ _NOT_SECRET = frozenset(
         "DBUS_SESSION_BUS_ADDRESS",
     }
 )
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def is_secret_name(name: str) -> bool:
     """True when an env var, flag or JSON key name looks like it holds a secret."""
-    upper = name.strip().strip("-'\"").upper().replace("-", "_").replace(".", "_")
+    raw = name.strip().strip("-'\"")
+    if len(raw) > 256:
+        return False
+    upper = raw.upper().replace("-", "_").replace(".", "_")
     if not upper or upper in _NOT_SECRET:
         return False
-    if upper.startswith("AWS_"):
+    if upper in _KNOWN_SECRET:
         return True
-    parts = [p for p in upper.split("_") if p]
+    parts = [p for p in _CAMEL.sub("_", raw).upper().replace("-", "_").replace(".", "_").split("_") if p]
+    if not parts:
+        return False
     if len(parts) > 1 and parts[-1] in _REFERENCE_SUFFIXES:
         return False  # API_KEY_ENV, HF_TOKEN_PATH: the name of where a secret lives, not the secret
-    return any(p in _SECRET_PARTS for p in parts) or upper.endswith(("APIKEY", "_TOKEN"))
+    if upper.startswith("AWS_"):
+        return True
+    if len(parts) > 1 and parts[-1] in _MEASURE_SUFFIXES:
+        return False  # token_count, prompt_token_ids, KeyError: about a secret-ish thing, not one
+    if len(parts) > 1 and parts[-1] == "PASS":
+        return True  # DB_PASS, SMTP_PASS; a bare "pass" is a pass number
+    for p in parts:
+        if p in _SECRET_PARTS or _SECRET_INFIX.search(p) or p.endswith(_SECRET_SUFFIX):
+            return True
+    return False
 
 
 def _mark(kind: str) -> str:
@@ -97,61 +162,176 @@ def _mark(kind: str) -> str:
 
 
 _MARKER_RE = re.compile(r"<redacted:[\w.-]+>")
+_NOT_A_VALUE = frozenset({"", "none", "null", "nil", "true", "false", "undefined"})
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 
 # --- value-shaped secrets, found anywhere -------------------------------------------------
+# Each starts at a word start that no preceding token character may extend (lookbehind), so a
+# long run of token characters is scanned once, not once per position.
 _TOKEN_PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"), "aws-key"),
-    (re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), "hf-token"),
-    (re.compile(r"\bsk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}"), "api-key"),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), "github-token"),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}\b"), "github-token"),
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), "slack-token"),
-    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), "google-api-key"),
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), "jwt"),
+    (re.compile(r"(?<![\w-])(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"), "aws-key"),
+    (re.compile(r"(?<![\w-])hf_[A-Za-z0-9]{20,}\b"), "hf-token"),
+    (re.compile(r"(?<![\w-])sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{16,}"), "api-key"),
+    (re.compile(r"(?<![\w-])gh[pousr]_[A-Za-z0-9]{30,}\b"), "github-token"),
+    (re.compile(r"(?<![\w-])github_pat_[A-Za-z0-9_]{22,}\b"), "github-token"),
+    (re.compile(r"(?<![\w-])xox[abposr]-[A-Za-z0-9-]{10,}"), "slack-token"),
+    (re.compile(r"(?<![\w-])AIza[0-9A-Za-z_-]{35}(?![\w-])"), "google-api-key"),
+    (re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), "jwt"),
 ]
 
-_PEM_ONE = re.compile(r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.S)
-_PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----")
-_PEM_END = re.compile(r"-----END ([A-Z0-9 ]*)PRIVATE KEY-----")
+_PEM_ONE = re.compile(
+    r"-----BEGIN ([A-Z0-9 ]{0,64})PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.S
+)
+_PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]{0,64})PRIVATE KEY-----")
+_PEM_END = re.compile(r"-----END ([A-Z0-9 ]{0,64})PRIVATE KEY-----")
 
 # --- structural secrets ---------------------------------------------------------------------
 _AUTH_HEADER = re.compile(
-    r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*['\"]?)(bearer|basic|token|digest)?\s*([^\s'\",]+)"
+    r"(?i)(?<![\w-])((?:proxy-)?authorization[ \t]{0,8}[:=][ \t]{0,8}['\"]?)"
+    r"(?:(bearer|basic|token|digest)[ \t]{1,8})?([^\s'\",]+)"
 )
-_BEARER = re.compile(r"(?i)\b(bearer\s+)([A-Za-z0-9._~+/=-]{8,})")
-_URL_CRED = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)([^/\s:@'\"<>]+):([^/\s@'\"<>]+)@")
-_URL_QUERY = re.compile(r"([?&;])([A-Za-z0-9_.-]+)=([^&#\s'\"<>]+)")
-_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9_-]*)(=|[ \t]+)(\"[^\"]*\"|'[^']*'|[^\s'\"]+)")
-_ASSIGN = re.compile(r"(?<![\w.-])([A-Za-z_][A-Za-z0-9_.-]*)=(\"[^\"]*\"|'[^']*'|[^\s,;'\"&]+)")
-_QUOTED_KV = re.compile(r"(['\"]?)([A-Za-z_][A-Za-z0-9_.-]*)\1(\s*[:=]\s*)(\[\s*)?(['\"])(.*?)(?<!\\)\5")
+_BEARER = re.compile(r"(?i)(?<![\w-])(bearer[ \t]{1,8})([A-Za-z0-9._~+/=-]{8,})")
+# user may be empty (redis://:pw@host); the password runs to the LAST @ before the host (p@ss).
+_URL_CRED = re.compile(r"(?<![A-Za-z0-9+.-])([a-zA-Z][a-zA-Z0-9+.-]{0,31}://)([^/\s:@'\"<>]*):([^/\s'\"<>]+)@")
+_URL_QUERY = re.compile(r"([?&;])([A-Za-z0-9_.-]{1,128})=([^&#\s'\"<>]+)")
+
+# A flag (optionally the quoted element of a list); what follows is read by _redact_flags.
+_FLAG_HEAD = re.compile(r"(?<![\w-])(['\"]?)(--?[A-Za-z][\w-]{0,127})")
+_FLAG_EQ_VALUE = re.compile(r"=(\"(?:\\.|[^\"\\])*\"?|'(?:\\.|[^'\\])*'?|[^\s'\"]+)")
+_FLAG_WS_VALUE = re.compile(r"[ \t]+(\"(?:\\.|[^\"\\])*\"?|'(?:\\.|[^'\\])*'?|[^\s'\"]+)")
+_FLAG_LIST_VALUE = re.compile(r"[ \t]*,[ \t]*(?:(\")((?:\\.|[^\"\\])*)\"|(')((?:\\.|[^'\\])*)')")
+_SHELL_STOP = ("|", "&", ";", ">", "<", "\\", "#", ")")
+
+# name=value, name: value, 'name': 'value', "name" = "value". Only a secret name's value is read
+# (_KV_VALUE at the end of the match), so the quoted value of a harmless name is scanned for
+# pairs of its own, and a long run of harmless pairs costs nothing more than reading it.
+_KV = re.compile(r"(?<![\w.-])(['\"]?)([A-Za-z_][\w.-]{0,127})\1([ \t]{0,8}[:=][ \t]{0,8})")
+_KV_VALUE = re.compile(r"\[[^\[\]]*\]?|\"(?:\\.|[^\"\\])*\"?|'(?:\\.|[^'\\])*'?|[^\s,;'\"&<]+")
+_CLOSERS = ")]}"
+_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
+
+_CUT_NOTE = re.compile(r" ?\[vllm-runbooks: line cut at \d+ of \d+ characters; the rest was not kept\]$")
 
 
-def _flag_repl(m: re.Match[str]) -> str:
-    flag, sep, value = m.group(1), m.group(2), m.group(3)
-    if not is_secret_name(flag) or value.startswith("-") or value.startswith("<redacted:"):
-        return m.group(0)
-    return f"{flag}{sep}{_mark(flag.lstrip('-').lower())}"
+def _is_marker_only(value: str) -> bool:
+    """A value that is already a redaction marker (possibly quoted or in a list)."""
+    core = value.strip().strip("[]").strip()
+    items = [i.strip().strip("'\"") for i in core.split(",")] if core else []
+    return bool(items) and all(_MARKER_RE.fullmatch(i) for i in items)
 
 
-def _assign_repl(m: re.Match[str]) -> str:
-    name, value = m.group(1), m.group(2)
-    if not is_secret_name(name) or value.strip("'\"").startswith("<redacted:"):
-        return m.group(0)
-    if value.strip("'\"") in {"", "None", "null", "none"}:
-        return m.group(0)
-    return f"{name}={_mark('secret')}"
+def _is_not_a_value(value: str) -> bool:
+    core = value.strip().strip("[]").strip().strip("'\"").strip()
+    return core.lower() in _NOT_A_VALUE
 
 
-def _quoted_kv_repl(m: re.Match[str]) -> str:
-    q, name, sep, bracket, vq, value = m.groups()
-    if not is_secret_name(name) or not value or _MARKER_RE.fullmatch(value):
-        return m.group(0)
-    return f"{q}{name}{q}{sep}{bracket or ''}{vq}{_mark('secret')}{vq}"
+def _redact_flags(text: str) -> str:
+    """``--api-key X Y``, ``--api-key=X``, ``'--api-key', 'X', 'Y'``: every value of a secret flag."""
+    out: list[str] = []
+    done = 0  # text[:done] is in out
+    skip = 0  # flags before this lie inside a value already read
+    for m in _FLAG_HEAD.finditer(text):
+        if m.start() < skip:
+            continue
+        quote, flag = m.group(1), m.group(2)
+        if not is_secret_name(flag):
+            continue
+        kind = _mark(flag.lstrip("-").lower())
+        at = m.end(2)
+        pieces: list[tuple[int, int, str]] = []  # spans to replace
+        eq = _FLAG_EQ_VALUE.match(text, at)
+        if eq:
+            value = eq.group(1)
+            if not _MARKER_RE.fullmatch(value.strip("'\"")):
+                q = value[0] if value[0] in "'\"" else ""
+                pieces.append((eq.start(1), eq.end(1), f"{q}{kind}{q}"))
+            at = eq.end()
+        elif quote and text.startswith(quote, at):
+            at += 1  # a list element: '--api-key', 'k1', 'k2'
+            while lm := _FLAG_LIST_VALUE.match(text, at):
+                g = 2 if lm.group(1) else 4
+                value = lm.group(g) or ""
+                if value.startswith("-"):
+                    break
+                if value and not _MARKER_RE.fullmatch(value):
+                    pieces.append((lm.start(g), lm.end(g), kind))
+                at = lm.end()
+        else:
+            while wm := _FLAG_WS_VALUE.match(text, at):
+                value = wm.group(1)
+                if _MARKER_RE.fullmatch(value.strip("'\"")):
+                    at = wm.end()  # already redacted (a token shape): keep it, read on
+                    continue
+                if value.startswith(("-", *_SHELL_STOP)):
+                    break
+                q = value[0] if value[0] in "'\"" else ""
+                pieces.append((wm.start(1), wm.end(1), f"{q}{kind}{q}"))
+                at = wm.end()
+        for start, end, repl in pieces:
+            out.append(text[done:start])
+            out.append(repl)
+            done = end
+        skip = at
+    if not out:
+        return text
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _kv_replacement(name: str, sep: str, value: str) -> str | None:
+    """The replacement for ``value`` of a secret ``name``, or None to keep it."""
+    if not is_secret_name(name) or _is_marker_only(value) or _is_not_a_value(value):
+        return None
+    secret = _mark("secret")
+    if value.startswith("["):
+        inner = value[1:-1] if value.endswith("]") else value[1:]
+        q = next((c for c in inner if c in "'\""), "")
+        return f"[{q}{secret}{q}]" if inner.strip() else None
+    if value[0] in "'\"":
+        q = value[0]
+        if value == q * 2:
+            return None  # ''
+        return f"{q}{secret}{q}"
+    # a bare value: keep closing brackets that end it; a number after ':' is a count (JSON, YAML)
+    core = value.rstrip(_CLOSERS)
+    tail = value[len(core) :]
+    if not core or _MARKER_RE.match(core) or core.lower() in _NOT_A_VALUE:
+        return None
+    if ":" in sep and _NUMBER.fullmatch(core):
+        return None
+    if "authorization" in name.lower() and core.lower() in _AUTH_SCHEMES:
+        return None  # Authorization: Bearer <redacted:…> — the scheme is not the secret
+    return f"{secret}{tail}"
+
+
+def _redact_pairs(text: str) -> str:
+    out: list[str] = []
+    pos = 0
+    for m in _KV.finditer(text):
+        if m.start() < pos:
+            continue
+        name, sep = m.group(2), m.group(3)
+        if not is_secret_name(name):
+            continue
+        vm = _KV_VALUE.match(text, m.end())
+        if not vm:
+            continue
+        value = vm.group(0)
+        repl = _kv_replacement(name, sep, value)
+        if repl is None:
+            continue
+        out.append(text[pos : m.end()])
+        out.append(repl)
+        pos = m.end() + len(value)
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _query_repl(m: re.Match[str]) -> str:
     lead, name, value = m.groups()
-    if not is_secret_name(name) and name.lower() not in {"sig", "code", "x-amz-signature"}:
+    if not is_secret_name(name) and name.lower() not in {"sig", "signature", "code", "x-amz-signature"}:
         return m.group(0)
     if _MARKER_RE.fullmatch(value):
         return m.group(0)
@@ -160,7 +340,7 @@ def _query_repl(m: re.Match[str]) -> str:
 
 def _auth_repl(m: re.Match[str]) -> str:
     head, scheme, value = m.groups()
-    if _MARKER_RE.fullmatch(value):
+    if _MARKER_RE.fullmatch(value) or value.startswith("<redacted:"):
         return m.group(0)
     return f"{head}{(scheme + ' ') if scheme else ''}{_mark('authorization')}"
 
@@ -175,9 +355,8 @@ def _redact_line(text: str) -> str:
     out = _URL_QUERY.sub(_query_repl, out)
     for pattern, kind in _TOKEN_PATTERNS:
         out = pattern.sub(_mark(kind), out)
-    out = _FLAG.sub(_flag_repl, out)
-    out = _QUOTED_KV.sub(_quoted_kv_repl, out)
-    out = _ASSIGN.sub(_assign_repl, out)
+    out = _redact_flags(out)
+    out = _redact_pairs(out)
     return out
 
 
@@ -191,22 +370,47 @@ def redact_text(text: str) -> str:
     return "\n".join(_redact_line(line) for line in out.split("\n"))
 
 
-class LineRedactor:
-    """Streaming redaction for huge logs: remembers when it is inside a PEM private-key block."""
+def _cap_line(line: str, cap: int) -> tuple[str, str]:
+    """(head to redact, note to append): a line over ``cap`` keeps its head only.
 
-    def __init__(self) -> None:
+    The cut goes back to a space near the cap when there is one, so a token is kept whole or
+    not at all. A line that already ends with the note (redacting a second time) keeps it.
+    """
+    if len(line) <= cap:
+        return line, ""
+    note = _CUT_NOTE.search(line, max(0, len(line) - 200))
+    if note and note.start() <= 4 * cap:
+        return line[: note.start()], note.group(0)
+    cut = cap
+    space = max(line.rfind(" ", cap - 1024, cap), line.rfind("\t", cap - 1024, cap))
+    if space > 0:
+        cut = space
+    return line[:cut], f" [vllm-runbooks: line cut at {cut} of {len(line)} characters; the rest was not kept]"
+
+
+class LineRedactor:
+    """Streaming redaction for huge logs: remembers when it is inside a PEM private-key block.
+
+    A line longer than ``cap`` characters is cut: its head is redacted and kept with a note, the
+    rest is dropped (not passed through, so a secret past the cap is never written).
+    """
+
+    def __init__(self, cap: int = LINE_CAP_CHARS) -> None:
         self._in_pem = False
+        self._cap = cap
 
     def __call__(self, line: str) -> str:
+        line, note = _cap_line(line, self._cap)
         if self._in_pem:
             if _PEM_END.search(line):
                 self._in_pem = False
-                return _redact_line(_PEM_END.split(line, maxsplit=1)[-1])
+                return _redact_line(_PEM_END.split(line, maxsplit=1)[-1]) + note
             return ""
-        if _PEM_BEGIN.search(line) and not _PEM_END.search(line):
+        begin = _PEM_BEGIN.search(line)
+        if begin and not _PEM_END.search(line):
             self._in_pem = True
-            return _redact_line(line[: _PEM_BEGIN.search(line).start()]) + _mark("private-key")  # type: ignore[union-attr]
-        return redact_text(line)
+            return _redact_line(line[: begin.start()]) + _mark("private-key")
+        return redact_text(line) + note
 
 
 def redact_env(env: dict[str, Any]) -> dict[str, Any]:
@@ -222,16 +426,24 @@ def redact_env(env: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def redact_argv(argv: list[str]) -> list[str]:
-    """Redact an argument vector: ``--api-key X``, ``--api-key=X``, ``NAME=value`` and text."""
+    """Redact an argument vector: ``--api-key X [Y…]``, ``--api-key=X``, ``NAME=value`` and text.
+
+    vLLM's ``--api-key`` takes several values, so every argument after a secret flag is hidden
+    up to the next one that starts with ``-``.
+    """
     out: list[str] = []
-    hide_next = ""
+    hide = ""
     for arg in argv or []:
         arg = str(arg)
-        if hide_next:
-            out.append(_mark(hide_next) if not arg.startswith("-") else redact_text(arg))
-            hide_next = ""
-            continue
+        if hide:
+            if not arg.startswith("-"):
+                out.append(arg if _MARKER_RE.fullmatch(arg) else _mark(hide))
+                continue
+            hide = ""
         if arg.startswith("-") and "=" in arg:
             flag, _, value = arg.partition("=")
             if is_secret_name(flag) and value:
@@ -239,30 +451,38 @@ def redact_argv(argv: list[str]) -> list[str]:
                 continue
         elif arg.startswith("-") and is_secret_name(arg):
             out.append(arg)
-            hide_next = arg.lstrip("-").lower()
+            hide = arg.lstrip("-").lower()
             continue
-        elif "=" in arg and not arg.startswith("-"):
+        elif "=" in arg:
             name, _, value = arg.partition("=")
-            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and is_secret_name(name) and value:
+            if _SHELL_NAME.fullmatch(name) and is_secret_name(name) and value:
                 out.append(f"{name}={_mark('secret')}")
                 continue
         out.append(redact_text(arg))
     return out
 
 
+def _secret_value(v: Any) -> Any:
+    """The value of a secret-named key: strings go, numbers, booleans and None stay."""
+    if isinstance(v, str):
+        return v if (not v or _MARKER_RE.fullmatch(v)) else _mark("secret")
+    if isinstance(v, list | tuple):
+        return [_secret_value(i) for i in v]
+    return redact_obj(v)
+
+
 def redact_obj(obj: Any, _key: str | None = None) -> Any:
     """Recursively redact JSON-like data: secret-named keys, ``Env``-style lists, all strings."""
     if isinstance(obj, dict):
         out: dict[Any, Any] = {}
+        # {"name": "PGPASSWORD", "value": "…"}: the Kubernetes / ECS form of an env entry
+        named = obj.get("name") if isinstance(obj.get("name"), str) else None
+        secret_entry = named is not None and "value" in obj and is_secret_name(named)
         for k, v in obj.items():
-            if (
-                isinstance(k, str)
-                and is_secret_name(k)
-                and isinstance(v, str | int | float)
-                and v not in ("", None)
-                and not isinstance(v, bool)
-            ):
-                out[k] = _mark("secret")
+            if isinstance(k, str) and is_secret_name(k) and isinstance(v, str | list | tuple):
+                out[k] = _secret_value(v)
+            elif secret_entry and k == "value":
+                out[k] = _secret_value(v)
             else:
                 out[k] = redact_obj(v, str(k))
         return out

@@ -1,27 +1,72 @@
 """Evidence collectors: a registry you can add to without touching the rest.
 
 A collector is ``fn(ctx) -> Item``. It reads raw artefacts through ``ctx.read(name)`` (the same
-call for a local machine and for a bundle), stores them with ``ctx.keep``, and returns a value
-or ``Item.unavailable(reason)``. ``run_collectors`` bounds each one by a timeout and turns any
-exception into ``unavailable``, so one broken tool never stops the capture.
+call for a local machine and for a bundle), stores them with ``ctx.keep`` (logs with
+``ctx.keep_log``), and returns a value or ``Item.unavailable(reason)``. ``run_collectors`` bounds
+each one by a timeout and turns any exception into ``unavailable``, so one broken tool never stops
+the capture; a collector abandoned at its timeout may run on, but its writes are refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import re
+import shutil
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .. import probe, redact
 from ..probe import Captured, Options
 from . import parsers as P
 from .model import OK, PARTIAL, UNAVAILABLE, Item
 from .sources import Source
+
+
+class WriteRefused(RuntimeError):
+    """A collector that was abandoned after its timeout tried to write under ``raw/``."""
+
+
+class _Gate:
+    """Whether the collector running in this thread may still write; closed when it is abandoned.
+
+    ``run_bounded`` opens one per run and closes it on timeout; a gate opened inside another
+    collector's thread (a nested ``run_bounded``) is closed with its parent too. Writes take the
+    gate's lock, so once ``close`` returns no write from that collector is in flight or to come.
+    """
+
+    def __init__(self, what: str, parent: _Gate | None) -> None:
+        self.what = what
+        self.parent = parent
+        # one lock per outermost collector, so closing it also waits for a nested run's write
+        self.lock = parent.lock if parent else threading.RLock()
+        self.closed = False
+        self.refused = 0
+
+    def is_closed(self) -> bool:
+        gate: _Gate | None = self
+        while gate is not None:
+            if gate.closed:
+                return True
+            gate = gate.parent
+        return False
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+
+
+_THREAD = threading.local()
+
+
+def _current_gate() -> _Gate | None:
+    return getattr(_THREAD, "gate", None)
 
 
 @dataclass
@@ -55,16 +100,54 @@ class Context:
         return got.data.decode("utf-8", "replace") if got.data is not None else None
 
     def keep(self, name: str, data: bytes) -> str:
-        """Write an (already redacted) artefact under raw/ and return its relative path."""
+        """Write an (already redacted) artefact under raw/ and return its relative path.
+
+        Raises ``WriteRefused`` in a collector that was abandoned after its timeout: the
+        capture has moved on (and may have hashed raw/ already), so nothing may land there.
+        """
         rel = f"raw/{name}"
         dest = self.out_dir / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(data)
+        with _write_permit(rel):
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
         return rel
+
+    def keep_log(self, rel: str, stream: IO[bytes]) -> dict[str, Any]:
+        """Copy a log through redaction (``probe.store_log``) to ``rel`` under the evidence dir.
+
+        The copy is made outside the run directory and moved in only while the collector may
+        still write, so an abandoned collector leaves no partial log behind.
+        """
+        fd, tmp_name = tempfile.mkstemp(prefix="vllm-runbooks-log-")
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            summary = probe.store_log(stream, tmp)
+            dest = self.out_dir / rel
+            with _write_permit(rel):
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(tmp), dest)
+            return summary
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def artefact(self, name: str) -> list[str]:
         got = self._cache.get(name)
         return [f"raw/{name}"] if got is not None and got.data else []
+
+
+@contextlib.contextmanager
+def _write_permit(rel: str) -> Iterator[None]:
+    """Hold the current collector's gate open for one write, or refuse the write."""
+    gate = _current_gate()
+    if gate is None:  # not inside a collector (the writer itself): always allowed
+        yield
+        return
+    with gate.lock:
+        if gate.is_closed():
+            gate.refused += 1
+            raise WriteRefused(f"{gate.what} timed out earlier; write to {rel} refused")
+        yield
 
 
 CollectorFn = Callable[[Context], Item]
@@ -94,10 +177,16 @@ def register(
 
 
 def run_bounded(fn: Callable[[], Item], timeout_s: float, what: str) -> Item:
-    """Run ``fn`` in a daemon thread; past ``timeout_s`` it is abandoned and recorded unavailable."""
+    """Run ``fn`` in a daemon thread; past ``timeout_s`` it is abandoned and recorded unavailable.
+
+    An abandoned run cannot be stopped, but it can no longer write: its gate is closed, and
+    ``Context.keep`` / ``Context.keep_log`` refuse (``WriteRefused``) from then on.
+    """
     box: dict[str, Any] = {}
+    gate = _Gate(what, _current_gate())
 
     def target() -> None:
+        _THREAD.gate = gate
         try:
             box["item"] = fn()
         except Exception as e:  # a collector must never raise to its caller
@@ -108,7 +197,10 @@ def run_bounded(fn: Callable[[], Item], timeout_s: float, what: str) -> Item:
     th.start()
     th.join(timeout_s)
     if th.is_alive():
-        item = Item.unavailable(f"{what} timed out after {timeout_s:g}s")
+        gate.close()
+        item = Item.unavailable(
+            f"{what} timed out after {timeout_s:g}s; abandoned, and its later writes to raw/ are refused"
+        )
     else:
         item = box.get("item") or Item.unavailable(f"{what} returned nothing")
     if not isinstance(item, Item):
@@ -562,7 +654,7 @@ def collect_logs(ctx: Context) -> Item:
         rel = f"raw/logs/{stored}"
         try:
             with opener() as stream:
-                summary = probe.store_log(stream, ctx.out_dir / rel)
+                summary = ctx.keep_log(rel, stream)
         except (OSError, EOFError, ValueError) as e:
             problems.append(f"{redact.redact_text(name)}: {redact.redact_text(str(e))}")
             continue
