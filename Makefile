@@ -25,9 +25,11 @@ target: $(TARGET_STAMP)
 
 lint: $(BASE_STAMP)
 	$(VENV)/bin/ruff check lib tests scripts benchmarks runbooks notebooks
+	$(VENV)/bin/ruff format --check lib tests scripts benchmarks
 
 test: $(TARGET_STAMP)
 	$(VENV)/bin/ruff check lib tests scripts benchmarks runbooks notebooks
+	$(VENV)/bin/ruff format --check lib tests scripts benchmarks
 	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
 
 demo: $(TARGET_STAMP)

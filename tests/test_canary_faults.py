@@ -34,8 +34,14 @@ def faults() -> Iterator[FaultServer]:
 
 
 def _run(faults: FaultServer, fault: str, **kw: object):  # type: ignore[no-untyped-def]
-    return run_canary(endpoint=faults.base_url(fault), request_timeout_s=0.5, step_timeout_s=30, tool_calls=4,
-                      steps=list(ENDPOINT_STEPS), **kw)
+    return run_canary(
+        endpoint=faults.base_url(fault),
+        request_timeout_s=0.5,
+        step_timeout_s=30,
+        tool_calls=4,
+        steps=list(ENDPOINT_STEPS),
+        **kw,
+    )
 
 
 def test_hang_fails_every_step_with_a_timeout_and_stays_bounded(faults: FaultServer) -> None:
@@ -104,8 +110,14 @@ def test_hung_tool_step_is_abandoned_and_sends_nothing_more() -> None:
     with it (the worker thread ends within seconds, not 30 s) and no further request is sent."""
     local = FaultServer().start()
     try:
-        report = run_canary(endpoint=local.base_url("hang"), model="m", steps=["tool_calling"], tool_calls=6,
-                            request_timeout_s=30, step_timeout_s=0.5)
+        report = run_canary(
+            endpoint=local.base_url("hang"),
+            model="m",
+            steps=["tool_calling"],
+            tool_calls=6,
+            request_timeout_s=30,
+            step_timeout_s=0.5,
+        )
         step = report.steps[0]
         assert step.status == Status.FAIL and step.duration_s < 2.5, step
         assert "step_timeout_s=0.5" in step.reason or "cancelled at the step deadline" in step.reason, step.reason
@@ -169,8 +181,9 @@ class ScriptedToolServer:
         finish = "tool_calls" if calls else "stop"
         if not body.get("stream"):
             msg = {"role": "assistant", "content": None if calls else "hi", "tool_calls": calls}
-            return httpx.Response(200, json={"model": "scripted", "choices": [{"message": msg,
-                                                                                "finish_reason": finish}]})
+            return httpx.Response(
+                200, json={"model": "scripted", "choices": [{"message": msg, "finish_reason": finish}]}
+            )
         chunks = [{"choices": [{"delta": {"role": "assistant"}}]}]
         if calls:
             tc = calls[0]
@@ -187,8 +200,9 @@ class ScriptedToolServer:
 
 def test_broken_tool_calls_are_counted_by_kind() -> None:
     server = ScriptedToolServer()
-    report = run_canary(endpoint="http://double", steps=["tool_calling"], tool_calls=8,
-                        transport=httpx.MockTransport(server))
+    report = run_canary(
+        endpoint="http://double", steps=["tool_calling"], tool_calls=8, transport=httpx.MockTransport(server)
+    )
     step = report.steps[0]
     acc = step.details["accuracy"]
     assert step.status == Status.FAIL
@@ -202,8 +216,10 @@ def test_broken_tool_calls_are_counted_by_kind() -> None:
     assert "1 of 2 no-call probes called a tool" in step.reason
     # the requests themselves were what the vendor verifiers send
     forced = [b for b in server.bodies if b.get("tool_choice") not in (None, "none")]
-    assert {json.dumps(b["tool_choice"]) for b in forced} >= {'"required"', json.dumps(
-        {"type": "function", "function": {"name": "get_weather"}})}
+    assert {json.dumps(b["tool_choice"]) for b in forced} >= {
+        '"required"',
+        json.dumps({"type": "function", "function": {"name": "get_weather"}}),
+    }
     assert all(b["parallel_tool_calls"] is False for b in forced)
     assert sum(1 for b in forced if b.get("stream")) == 4
 
@@ -213,8 +229,7 @@ def test_broken_tool_calls_are_counted_by_kind() -> None:
 def test_runbook_03_completes_against_the_fault_server(faults: FaultServer, tmp_path: Path) -> None:
     result = run_runbook(
         "canary_validation",
-        {"endpoint": faults.base_url("status500"), "request_timeout_s": 1.0, "step_timeout_s": 30.0,
-         "tool_calls": 4},
+        {"endpoint": faults.base_url("status500"), "request_timeout_s": 1.0, "step_timeout_s": 30.0, "tool_calls": 4},
         tmp_path / "run",
     )
     assert result.status == "ok", result.error

@@ -116,8 +116,9 @@ def test_check_call_judges_each_problem(suite, name, args, expected, problem) ->
 
 
 def _ok(calls: list[tuple[str, str]], finish: str = "tool_calls") -> ChatResult:
-    return ChatResult(ok=True, finish_reason=finish, tool_calls=[ToolCall(f"c{i}", n, a) for i, (n, a) in
-                                                                   enumerate(calls)])
+    return ChatResult(
+        ok=True, finish_reason=finish, tool_calls=[ToolCall(f"c{i}", n, a) for i, (n, a) in enumerate(calls)]
+    )
 
 
 def test_tool_accuracy_counts_and_rates(suite) -> None:  # type: ignore[no-untyped-def]
@@ -201,15 +202,21 @@ def test_server_log_startup_and_load_lines() -> None:
 
 # -- GPU step from runbook 01 evidence -------------------------------------------------------
 def _evidence(tmp_path: Path, gpus: list[dict], probe: dict | None) -> Path:
-    items = {"nvidia": {"status": "ok" if gpus else "unavailable", "reason": None if gpus else "NVML init failed",
-                        "value": {"gpus": gpus, "driver_version": "575.57.08", "cuda_driver_version": "12.9"}},
-             "image": {"status": "ok", "value": {"cuda_version": "13.0.1"}}}
+    items = {
+        "nvidia": {
+            "status": "ok" if gpus else "unavailable",
+            "reason": None if gpus else "NVML init failed",
+            "value": {"gpus": gpus, "driver_version": "575.57.08", "cuda_driver_version": "12.9"},
+        },
+        "image": {"status": "ok", "value": {"cuda_version": "13.0.1"}},
+    }
     if probe is not None:
         items["cuda_probe"] = {"status": "ok", "value": probe}
     run = tmp_path / "run01"
     (run / "evidence").mkdir(parents=True)
-    (run / "evidence" / "evidence.json").write_text(json.dumps({"schema": "evidence", "schema_version": 1,
-                                                                "items": items}))
+    (run / "evidence" / "evidence.json").write_text(
+        json.dumps({"schema": "evidence", "schema_version": 1, "items": items})
+    )
     return run
 
 
@@ -317,8 +324,11 @@ def test_report_round_trips_and_renders() -> None:
 
 def test_headline_verdict_is_only_ever_pass_fail_or_incomplete() -> None:
     serving = [_step(n, Status.PASS) for n in ("model_load", "short_text", "tool_calling", "structured_agent")]
-    cases = {"pass": serving, "fail": [_step("model_load", Status.FAIL)],
-             "incomplete": [_step("gpu_cuda", Status.SKIP)]}
+    cases = {
+        "pass": serving,
+        "fail": [_step("model_load", Status.FAIL)],
+        "incomplete": [_step("gpu_cuda", Status.SKIP)],
+    }
     for expected, steps in cases.items():
         verdict = overall_verdict(steps)
         report = CanaryReport("http://x", None, "t", 0.0, verdict, steps)

@@ -31,8 +31,14 @@ def served(target_factory) -> TargetHandle:  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def report(served: TargetHandle) -> CanaryReport:
     target = served
-    return run_canary(endpoint=target.base_url, model=target.model, server_log=target.log_path, tool_calls=16,
-                      request_timeout_s=60, step_timeout_s=300)
+    return run_canary(
+        endpoint=target.base_url,
+        model=target.model,
+        server_log=target.log_path,
+        tool_calls=16,
+        request_timeout_s=60,
+        step_timeout_s=300,
+    )
 
 
 def test_serving_steps_pass_with_real_responses(report: CanaryReport, served: TargetHandle) -> None:
@@ -94,8 +100,9 @@ def test_non_strict_tool_schemas_are_caught(target: TargetHandle, tmp_path: Path
         tool["function"].pop("strict", None)
     path = tmp_path / "nonstrict.json"
     path.write_text(json.dumps(data))
-    report = run_canary(endpoint=target.base_url, tool_schema_file=str(path), tool_calls=8, steps=["tool_calling"],
-                        request_timeout_s=60)
+    report = run_canary(
+        endpoint=target.base_url, tool_schema_file=str(path), tool_calls=8, steps=["tool_calling"], request_timeout_s=60
+    )
     step = report.steps[0]
     acc = step.details["accuracy"]
     assert step.status == Status.FAIL and "below 95%" in step.reason
@@ -103,8 +110,12 @@ def test_non_strict_tool_schemas_are_caught(target: TargetHandle, tmp_path: Path
 
 
 def test_server_without_tool_parser_fails_with_vllms_400(target_no_tool_parser: TargetHandle) -> None:
-    report = run_canary(endpoint=target_no_tool_parser.base_url, tool_calls=4, request_timeout_s=60,
-                        steps=["tool_calling", "structured_agent"])
+    report = run_canary(
+        endpoint=target_no_tool_parser.base_url,
+        tool_calls=4,
+        request_timeout_s=60,
+        steps=["tool_calling", "structured_agent"],
+    )
     tools, agent = report.steps
     assert tools.status == Status.FAIL
     assert tools.reason.startswith("every tool request refused")
@@ -120,8 +131,13 @@ def test_runbook_03_against_the_real_server(target: TargetHandle, tmp_path: Path
     run = tmp_path / "run"
     result = run_runbook(
         "canary_validation",
-        {"endpoint": target.base_url, "model": target.model, "server_log": target.log_path, "tool_calls": 8,
-         "request_timeout_s": 60.0},
+        {
+            "endpoint": target.base_url,
+            "model": target.model,
+            "server_log": target.log_path,
+            "tool_calls": 8,
+            "request_timeout_s": 60.0,
+        },
         run,
     )
     assert result.status == "ok", result.error

@@ -38,59 +38,161 @@ def _text(d) -> str:
 #  substrings that must NOT be in reasons)
 CASES = [
     # --- finding 7: beyond the data ---------------------------------------------------------------
-    ("cu140_driver_beyond_table", dict(image_cuda_version="14.0", driver_version="700.10.01", gpu_name=H200),
-     "unknown", ["fact: minimum Linux driver for CUDA 14.0", "driver_cuda_version"],
-     ["newer than every row of the toolkit table", "no architecture facts for CUDA 14.x"],
-     ["offers CUDA 13.3", "CC 9.0 is supported by CUDA 14.0."]),
+    (
+        "cu140_driver_beyond_table",
+        dict(image_cuda_version="14.0", driver_version="700.10.01", gpu_name=H200),
+        "unknown",
+        ["fact: minimum Linux driver for CUDA 14.0", "driver_cuda_version"],
+        ["newer than every row of the toolkit table", "no architecture facts for CUDA 14.x"],
+        ["offers CUDA 13.3", "CC 9.0 is supported by CUDA 14.0."],
+    ),
     # A driver the table covers still says nothing about a CUDA major the table lacks.
-    ("cu140_covered_driver", dict(image_cuda_version="14.0", driver_version="575.57.08", gpu_name=H200),
-     "unknown", ["fact: minimum Linux driver for CUDA 14.0"], ["no minimum driver for CUDA 14.0"], []),
+    (
+        "cu140_covered_driver",
+        dict(image_cuda_version="14.0", driver_version="575.57.08", gpu_name=H200),
+        "unknown",
+        ["fact: minimum Linux driver for CUDA 14.0"],
+        ["no minimum driver for CUDA 14.0"],
+        [],
+    ),
     # Evidence from the driver itself (NVML / nvidia-smi) decides native support where the table is silent;
     # the architecture side is still silent for 14.x.
-    ("cu140_driver_reports_140", dict(image_cuda_version="14.0", driver_version="700.10.01",
-                                      driver_cuda_version="14.0", gpu_name=H200),
-     "unknown", ["fact: architecture support in CUDA 14.x"], ["The driver reports CUDA 14.0"],
-     ["CC 9.0 is supported by CUDA 14.0."]),
-    ("cu140_driver_reports_130", dict(image_cuda_version="14.0", driver_version="700.10.01",
-                                      driver_cuda_version="13.0", gpu_name=H200, compat_libs=False),
-     "driver_too_old", [], ["offers CUDA 13.0 (reported by the driver", "The driver reports CUDA 13.0"],
-     ["13.3"]),
-    ("cu140_driver_reports_130_compat", dict(image_cuda_version="14.0", driver_version="700.10.01",
-                                             driver_cuda_version="13.0", gpu_name=H200, compat_libs=True),
-     "unknown", ["fact: forward-compatibility matrix row for cuda-compat-14-0"], [], []),
+    (
+        "cu140_driver_reports_140",
+        dict(image_cuda_version="14.0", driver_version="700.10.01", driver_cuda_version="14.0", gpu_name=H200),
+        "unknown",
+        ["fact: architecture support in CUDA 14.x"],
+        ["The driver reports CUDA 14.0"],
+        ["CC 9.0 is supported by CUDA 14.0."],
+    ),
+    (
+        "cu140_driver_reports_130",
+        dict(
+            image_cuda_version="14.0",
+            driver_version="700.10.01",
+            driver_cuda_version="13.0",
+            gpu_name=H200,
+            compat_libs=False,
+        ),
+        "driver_too_old",
+        [],
+        ["offers CUDA 13.0 (reported by the driver", "The driver reports CUDA 13.0"],
+        ["13.3"],
+    ),
+    (
+        "cu140_driver_reports_130_compat",
+        dict(
+            image_cuda_version="14.0",
+            driver_version="700.10.01",
+            driver_cuda_version="13.0",
+            gpu_name=H200,
+            compat_libs=True,
+        ),
+        "unknown",
+        ["fact: forward-compatibility matrix row for cuda-compat-14-0"],
+        [],
+        [],
+    ),
     # A published minimum is a minimum: a newer driver runs CUDA 13.0; its own CUDA stays unnamed.
-    ("cu130_driver_beyond_table", dict(image_cuda_version="13.0", driver_version="700.10.01", gpu_name=H200),
-     "compatible", [], ["the driver's own CUDA version is unknown"], ["offers CUDA 13.3"]),
+    (
+        "cu130_driver_beyond_table",
+        dict(image_cuda_version="13.0", driver_version="700.10.01", gpu_name=H200),
+        "compatible",
+        [],
+        ["the driver's own CUDA version is unknown"],
+        ["offers CUDA 13.3"],
+    ),
     # --- finding 8: malformed driver, one driver-CUDA figure ---------------------------------------
-    ("bare_branch_driver", dict(image_cuda_version="13.0", driver_version="580", gpu_name=H200,
-                                nvidia_require_cuda="cuda>=13.0"),
-     "unknown", ["driver_version"], ["could not parse driver_version '580'"], ["12.9"]),
-    ("r580_below_first_row", dict(image_cuda_version="13.0", driver_version="580.10.01", gpu_name=H200,
-                                  nvidia_require_cuda="cuda>=13.0"),
-     "compatible_minor_version", [], ["below the first toolkit row of its branch R580"], ["12.9"]),
+    (
+        "bare_branch_driver",
+        dict(image_cuda_version="13.0", driver_version="580", gpu_name=H200, nvidia_require_cuda="cuda>=13.0"),
+        "unknown",
+        ["driver_version"],
+        ["could not parse driver_version '580'"],
+        ["12.9"],
+    ),
+    (
+        "r580_below_first_row",
+        dict(image_cuda_version="13.0", driver_version="580.10.01", gpu_name=H200, nvidia_require_cuda="cuda>=13.0"),
+        "compatible_minor_version",
+        [],
+        ["below the first toolkit row of its branch R580"],
+        ["12.9"],
+    ),
     # --- finding 9: bad input named as such ----------------------------------------------------------
-    ("image_major_only", dict(image_cuda_version="13", driver_version="580.65.06", gpu_name=H200),
-     "unknown", ["image_cuda_version"], ["could not parse image_cuda_version '13': give major.minor"], []),
-    ("image_garbage_no_gpu", dict(image_cuda_version="latest", driver_version="580.65.06"),
-     "unknown", ["image_cuda_version"], ["could not parse image_cuda_version 'latest'"], []),
-    ("nothing_given", dict(), "unknown", ["image_cuda_version", "driver_version"],
-     ["no image CUDA version given", "no host driver version given"], []),
-    ("cu130_tag", dict(image_cuda_version="cu130", driver_version="580.65.06", gpu_name=H200),
-     "compatible", [], ["read image CUDA 'cu130' as CUDA 13.0"], []),
-    ("cu129_tag", dict(image_cuda_version="cu129", driver_version="570.195.03", gpu_name=H200),
-     "compatible_minor_version", [], ["read image CUDA 'cu129' as CUDA 12.9"], []),
-    ("cu128_tag", dict(image_cuda_version="cu128", driver_version="570.195.03", gpu_name=H200),
-     "compatible", [], ["read image CUDA 'cu128' as CUDA 12.8"], []),
-    ("cc_garbage_gpu_known", dict(image_cuda_version="13.0", driver_version="580.65.06", gpu_name=H200,
-                                  compute_capability="abc"),
-     "compatible", [], ["could not parse compute_capability 'abc'", "Fell back to CC 9.0 from GPU name"],
-     ["no GPU name matched"]),
-    ("cc_garbage_no_gpu", dict(image_cuda_version="13.0", driver_version="580.65.06", compute_capability="abc"),
-     "unknown", ["compute_capability"], ["could not parse compute_capability 'abc'"], ["no GPU name matched"]),
+    (
+        "image_major_only",
+        dict(image_cuda_version="13", driver_version="580.65.06", gpu_name=H200),
+        "unknown",
+        ["image_cuda_version"],
+        ["could not parse image_cuda_version '13': give major.minor"],
+        [],
+    ),
+    (
+        "image_garbage_no_gpu",
+        dict(image_cuda_version="latest", driver_version="580.65.06"),
+        "unknown",
+        ["image_cuda_version"],
+        ["could not parse image_cuda_version 'latest'"],
+        [],
+    ),
+    (
+        "nothing_given",
+        dict(),
+        "unknown",
+        ["image_cuda_version", "driver_version"],
+        ["no image CUDA version given", "no host driver version given"],
+        [],
+    ),
+    (
+        "cu130_tag",
+        dict(image_cuda_version="cu130", driver_version="580.65.06", gpu_name=H200),
+        "compatible",
+        [],
+        ["read image CUDA 'cu130' as CUDA 13.0"],
+        [],
+    ),
+    (
+        "cu129_tag",
+        dict(image_cuda_version="cu129", driver_version="570.195.03", gpu_name=H200),
+        "compatible_minor_version",
+        [],
+        ["read image CUDA 'cu129' as CUDA 12.9"],
+        [],
+    ),
+    (
+        "cu128_tag",
+        dict(image_cuda_version="cu128", driver_version="570.195.03", gpu_name=H200),
+        "compatible",
+        [],
+        ["read image CUDA 'cu128' as CUDA 12.8"],
+        [],
+    ),
+    (
+        "cc_garbage_gpu_known",
+        dict(image_cuda_version="13.0", driver_version="580.65.06", gpu_name=H200, compute_capability="abc"),
+        "compatible",
+        [],
+        ["could not parse compute_capability 'abc'", "Fell back to CC 9.0 from GPU name"],
+        ["no GPU name matched"],
+    ),
+    (
+        "cc_garbage_no_gpu",
+        dict(image_cuda_version="13.0", driver_version="580.65.06", compute_capability="abc"),
+        "unknown",
+        ["compute_capability"],
+        ["could not parse compute_capability 'abc'"],
+        ["no GPU name matched"],
+    ),
     # The fallback feeds the architecture check: V100 by name is below CUDA 13's floor.
-    ("cc_garbage_v100", dict(image_cuda_version="13.0", driver_version="580.95.05", gpu_name="Tesla V100",
-                             compute_capability="sm?"),
-     "arch_unsupported", [], ["Fell back to CC 7.0"], []),
+    (
+        "cc_garbage_v100",
+        dict(image_cuda_version="13.0", driver_version="580.95.05", gpu_name="Tesla V100", compute_capability="sm?"),
+        "arch_unsupported",
+        [],
+        ["Fell back to CC 7.0"],
+        [],
+    ),
 ]
 
 
@@ -120,17 +222,25 @@ def test_tag_reads_like_dotted_version():
         assert a.inputs.compat_package_name == b.inputs.compat_package_name
 
 
-@pytest.mark.parametrize("driver, dcuda, expected_cuda", [
-    ("575.57.08", None, "12.9"),  # covered branch: derived
-    ("575.57.08", "12.8", "12.8"),  # evidence wins over derivation
-    ("700.10.01", None, None),  # beyond the table
-    ("565.57.01", None, None),  # branch without a row of its own
-    ("580.10.01", None, None),  # below its branch's first row
-    ("580", None, None),  # malformed
-])
+@pytest.mark.parametrize(
+    "driver, dcuda, expected_cuda",
+    [
+        ("575.57.08", None, "12.9"),  # covered branch: derived
+        ("575.57.08", "12.8", "12.8"),  # evidence wins over derivation
+        ("700.10.01", None, None),  # beyond the table
+        ("565.57.01", None, None),  # branch without a row of its own
+        ("580.10.01", None, None),  # below its branch's first row
+        ("580", None, None),  # malformed
+    ],
+)
 def test_one_driver_cuda_figure(driver, dcuda, expected_cuda):
-    d = _decide(image_cuda_version="13.0", driver_version=driver, driver_cuda_version=dcuda, gpu_name=H200,
-                nvidia_require_cuda="cuda>=13.0")
+    d = _decide(
+        image_cuda_version="13.0",
+        driver_version=driver,
+        driver_cuda_version=dcuda,
+        gpu_name=H200,
+        nvidia_require_cuda="cuda>=13.0",
+    )
     shown = d.evidence_used.get("driver_cuda_version")
     assert (shown.split()[0] if shown else None) == expected_cuda
     assert d.container_start is not None
@@ -149,13 +259,16 @@ def test_evidence_vs_table_disagreement_is_said():
     assert d.reasons[0].startswith("The host driver 575.57.08 offers CUDA 12.8 (reported by the driver")
 
 
-@pytest.mark.parametrize("driver, expected", [
-    ("580", None),
-    ("700.10.01", None),
-    ("580.10.01", None),
-    ("575.57.08", False),  # 12.9 from the table
-    ("610.43.02", True),  # 13.3 (SECONDARY row) from the table
-])
+@pytest.mark.parametrize(
+    "driver, expected",
+    [
+        ("580", None),
+        ("700.10.01", None),
+        ("580.10.01", None),
+        ("575.57.08", False),  # 12.9 from the table
+        ("610.43.02", True),  # 13.3 (SECONDARY row) from the table
+    ],
+)
 def test_require_standalone_derivation(driver, expected):
     r = check_require("cuda>=13.0", driver_version=driver, driver_cuda_version=None)
     assert r.will_start is expected, r.message
@@ -168,27 +281,38 @@ def test_require_keeps_published_driver_spelling():
     assert r.properties["driver"] == "575.57.08" and "driver=575.57.08" in r.message
 
 
-@pytest.mark.parametrize("text, version, note", [
-    ("13.0", (13, 0), ""),
-    ("13.0.1", (13, 0, 1), ""),
-    (" 12.9 ", (12, 9), ""),
-    ("CUDA 13.0", (13, 0), ""),
-    ("cu130", (13, 0), "cu130 = 13.0"),
-    ("cu118", (11, 8), "read image CUDA"),
-    ("13", None, "give major.minor"),
-    ("cu13", None, "could not parse"),
-    ("13.0.1.5", None, "could not parse"),
-    (None, None, "no image CUDA version given"),
-])
+@pytest.mark.parametrize(
+    "text, version, note",
+    [
+        ("13.0", (13, 0), ""),
+        ("13.0.1", (13, 0, 1), ""),
+        (" 12.9 ", (12, 9), ""),
+        ("CUDA 13.0", (13, 0), ""),
+        ("cu130", (13, 0), "cu130 = 13.0"),
+        ("cu118", (11, 8), "read image CUDA"),
+        ("13", None, "give major.minor"),
+        ("cu13", None, "could not parse"),
+        ("13.0.1.5", None, "could not parse"),
+        (None, None, "no image CUDA version given"),
+    ],
+)
 def test_parse_cuda_version(text, version, note):
     v, n = parse_cuda_version(text)
     assert v == version
     assert note in n
 
 
-@pytest.mark.parametrize("text, ok", [
-    ("575.57.08", True), ("570.26", True), ("580", False), ("r580", False), ("580.x", False), ("", False),
-])
+@pytest.mark.parametrize(
+    "text, ok",
+    [
+        ("575.57.08", True),
+        ("570.26", True),
+        ("580", False),
+        ("r580", False),
+        ("580.x", False),
+        ("", False),
+    ],
+)
 def test_parse_driver_version(text, ok):
     v, note = parse_driver_version(text)
     assert (v is not None) is ok
@@ -201,16 +325,19 @@ def test_parse_compute_capability(text, ok):
     assert (parse_compute_capability(text)[0] is not None) is ok
 
 
-@pytest.mark.parametrize("driver, cuda", [
-    ("575.57.08", (12, 9)),
-    ("570.195.03", (12, 8)),
-    ("580.95.05", (13, 0)),
-    ("610.43.02", (13, 3)),
-    ("700.10.01", None),
-    ("565.57.01", None),
-    ("600.10.01", None),
-    ("580.10.01", None),
-])
+@pytest.mark.parametrize(
+    "driver, cuda",
+    [
+        ("575.57.08", (12, 9)),
+        ("570.195.03", (12, 8)),
+        ("580.95.05", (13, 0)),
+        ("610.43.02", (13, 3)),
+        ("700.10.01", None),
+        ("565.57.01", None),
+        ("600.10.01", None),
+        ("580.10.01", None),
+    ],
+)
 def test_driver_cuda_only_where_branch_covered(driver, cuda):
     got, row, why = load_facts().driver_cuda(parse_version(driver))
     assert got == cuda, why
@@ -222,8 +349,9 @@ def test_arch_claims_stop_at_data_majors():
     majors = load_facts().data_cuda_majors()
     assert 13 in majors and 14 not in majors
     # Volta's last CUDA is 12.x (a fact): that still rules out 14.0.
-    d = _decide(image_cuda_version="14.0", driver_version="700.10.01", driver_cuda_version="14.0",
-                gpu_name="Tesla V100")
+    d = _decide(
+        image_cuda_version="14.0", driver_version="700.10.01", driver_cuda_version="14.0", gpu_name="Tesla V100"
+    )
     assert d.verdict == "arch_unsupported"
     assert "floor" not in _text(d), "CUDA 13's floor is not applied to CUDA 14"
 
@@ -248,15 +376,24 @@ def _cli(argv, capsys):
     return rc, json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("argv, verdict, reason", [
-    (["--image-cuda", "14.0", "--driver", "700.10.01", "--gpu", H200], "unknown", "newer than every row"),
-    (["--image-cuda", "13.0", "--require-cuda", "cuda>=13.0", "--driver", "580", "--gpu", H200], "unknown",
-     "could not parse driver_version '580'"),
-    (["--image-cuda", "13", "--driver", "580.65.06"], "unknown", "could not parse image_cuda_version '13'"),
-    (["--image-cuda", "cu130", "--driver", "580.65.06", "--gpu", H200], "compatible", "'cu130' as CUDA 13.0"),
-    (["--image-cuda", "13.0", "--driver", "580.65.06", "--gpu", H200, "--compute-capability", "abc"],
-     "compatible", "could not parse compute_capability 'abc'"),
-])
+@pytest.mark.parametrize(
+    "argv, verdict, reason",
+    [
+        (["--image-cuda", "14.0", "--driver", "700.10.01", "--gpu", H200], "unknown", "newer than every row"),
+        (
+            ["--image-cuda", "13.0", "--require-cuda", "cuda>=13.0", "--driver", "580", "--gpu", H200],
+            "unknown",
+            "could not parse driver_version '580'",
+        ),
+        (["--image-cuda", "13", "--driver", "580.65.06"], "unknown", "could not parse image_cuda_version '13'"),
+        (["--image-cuda", "cu130", "--driver", "580.65.06", "--gpu", H200], "compatible", "'cu130' as CUDA 13.0"),
+        (
+            ["--image-cuda", "13.0", "--driver", "580.65.06", "--gpu", H200, "--compute-capability", "abc"],
+            "compatible",
+            "could not parse compute_capability 'abc'",
+        ),
+    ],
+)
 def test_cli_findings(argv, verdict, reason, capsys):
     rc, out = _cli(argv, capsys)
     assert rc == 0
@@ -266,9 +403,17 @@ def test_cli_findings(argv, verdict, reason, capsys):
 
 def test_cli_driver_override_drops_evidence_driver_cuda(tmp_path, capsys):
     ev = {
-        "schema": "evidence", "schema_version": 1, "items": {
-            "nvidia": {"status": "ok", "value": {"driver_version": "575.57.08", "cuda_driver_version": "12.9",
-                                                  "gpus": [{"name": H200, "compute_capability": "9.0"}]}},
+        "schema": "evidence",
+        "schema_version": 1,
+        "items": {
+            "nvidia": {
+                "status": "ok",
+                "value": {
+                    "driver_version": "575.57.08",
+                    "cuda_driver_version": "12.9",
+                    "gpus": [{"name": H200, "compute_capability": "9.0"}],
+                },
+            },
             "image": {"status": "ok", "value": {"cuda_version": "13.0.1"}},
         },
     }

@@ -21,18 +21,56 @@ def ok(value):
 
 
 EVIDENCE = {
-    "schema": "evidence", "schema_version": 1, "source": "local", "collected_at": "2026-11-29T21:00:00Z",
+    "schema": "evidence",
+    "schema_version": 1,
+    "source": "local",
+    "collected_at": "2026-11-29T21:00:00Z",
     "items": {
-        "nvidia": ok({"driver_version": "575.57.08", "driver_branch": "r575", "cuda_driver_version": "12.9",
-                      "cuda_driver_version_int": 12090,
-                      "gpus": [{"index": i, "name": "NVIDIA H200", "compute_capability": "9.0", "brand": "NVIDIA",
-                                "brand_class": "datacenter", "nvlink_active_links": 18} for i in range(8)]}),
-        "image": ok({"ref": "vllm/vllm-openai:kimi-k3", "cuda_version": "13.0.1", "nvidia_require_cuda": REQ,
-                     "nv_cuda_compat_package": "cuda-compat-13-0", "nvidia_disable_require": False,
-                     "env": {"CUDA_VERSION": "13.0.1", "NVIDIA_REQUIRE_CUDA": REQ}}),
-        "launch": ok({"argv": ["vllm", "serve", "moonshotai/Kimi-K3", "-tp", "8", "--tool-call-parser", "kimi_k2",
-                               "--enable-auto-tool-choice"],
-                      "env": {"HF_TOKEN": "<redacted>"}, "origin": "parameter"}),
+        "nvidia": ok(
+            {
+                "driver_version": "575.57.08",
+                "driver_branch": "r575",
+                "cuda_driver_version": "12.9",
+                "cuda_driver_version_int": 12090,
+                "gpus": [
+                    {
+                        "index": i,
+                        "name": "NVIDIA H200",
+                        "compute_capability": "9.0",
+                        "brand": "NVIDIA",
+                        "brand_class": "datacenter",
+                        "nvlink_active_links": 18,
+                    }
+                    for i in range(8)
+                ],
+            }
+        ),
+        "image": ok(
+            {
+                "ref": "vllm/vllm-openai:kimi-k3",
+                "cuda_version": "13.0.1",
+                "nvidia_require_cuda": REQ,
+                "nv_cuda_compat_package": "cuda-compat-13-0",
+                "nvidia_disable_require": False,
+                "env": {"CUDA_VERSION": "13.0.1", "NVIDIA_REQUIRE_CUDA": REQ},
+            }
+        ),
+        "launch": ok(
+            {
+                "argv": [
+                    "vllm",
+                    "serve",
+                    "moonshotai/Kimi-K3",
+                    "-tp",
+                    "8",
+                    "--tool-call-parser",
+                    "kimi_k2",
+                    "--enable-auto-tool-choice",
+                ],
+                "env": {"HF_TOKEN": "<redacted>"},
+                "origin": "parameter",
+            }
+        ),
         "interconnect": ok({"nccl_env": {}, "rdma_devices": ["mlx5_0"], "nvlink": "active", "mnnvl": False}),
         "container": {"status": "unavailable", "reason": "docker not found", "value": None, "artefacts": []},
     },
@@ -82,10 +120,19 @@ def test_name_derivation_when_evidence_lacks_cc():
 
 
 def test_check_end_to_end_seed():
-    r = check(EVIDENCE, log_findings=[{"label": "driver_too_old", "line": 40,
-                                       "text": "The NVIDIA driver on your system is too old (found version 12090)"}],
-              constraints={"maintenance_window_available": True, "shared_nodes_can_stop": True},
-              want_prefix_caching=True, today=TODAY)
+    r = check(
+        EVIDENCE,
+        log_findings=[
+            {
+                "label": "driver_too_old",
+                "line": 40,
+                "text": "The NVIDIA driver on your system is too old (found version 12090)",
+            }
+        ],
+        constraints={"maintenance_window_available": True, "shared_nodes_can_stop": True},
+        want_prefix_caching=True,
+        today=TODAY,
+    )
     assert r.verdict == "driver_too_old"
     # The image's brand/driver clauses do not cover r575 in this (constructed) expression: refused.
     assert r.decision.container_start.will_start is False
@@ -124,16 +171,43 @@ def _cli(argv, capsys):
     return rc, capsys.readouterr()
 
 
-@pytest.mark.parametrize("argv, verdict", [
-    (["--image-cuda", "13.0", "--driver", "575.57.08", "--gpu", "NVIDIA H200"], "driver_too_old"),
-    (["--image-cuda", "13.0", "--driver", "575.57.08", "--gpu", "NVIDIA H200", "--compat-libs"], "driver_too_old"),
-    (["--image-cuda", "13.0", "--driver", "570.195.03", "--compute-capability", "9.0", "--brand", "datacenter",
-      "--compat-libs"], "compatible_forward_compat"),
-    (["--image-cuda", "13.0", "--driver", "570.195.03", "--gpu", "NVIDIA H200", "--brand", "geforce",
-      "--compat-libs"], "driver_too_old"),
-    (["--image-cuda", "12.9", "--driver", "570.195.03", "--gpu", "NVIDIA H200"], "compatible_minor_version"),
-    (["--image-cuda", "13.0", "--gpu", "NVIDIA H200"], "unknown"),
-])
+@pytest.mark.parametrize(
+    "argv, verdict",
+    [
+        (["--image-cuda", "13.0", "--driver", "575.57.08", "--gpu", "NVIDIA H200"], "driver_too_old"),
+        (["--image-cuda", "13.0", "--driver", "575.57.08", "--gpu", "NVIDIA H200", "--compat-libs"], "driver_too_old"),
+        (
+            [
+                "--image-cuda",
+                "13.0",
+                "--driver",
+                "570.195.03",
+                "--compute-capability",
+                "9.0",
+                "--brand",
+                "datacenter",
+                "--compat-libs",
+            ],
+            "compatible_forward_compat",
+        ),
+        (
+            [
+                "--image-cuda",
+                "13.0",
+                "--driver",
+                "570.195.03",
+                "--gpu",
+                "NVIDIA H200",
+                "--brand",
+                "geforce",
+                "--compat-libs",
+            ],
+            "driver_too_old",
+        ),
+        (["--image-cuda", "12.9", "--driver", "570.195.03", "--gpu", "NVIDIA H200"], "compatible_minor_version"),
+        (["--image-cuda", "13.0", "--gpu", "NVIDIA H200"], "unknown"),
+    ],
+)
 def test_cli_json(argv, verdict, capsys):
     rc, out = _cli(["check-compat", *argv, "--format", "json"], capsys)
     assert rc == 0
@@ -147,8 +221,7 @@ def test_cli_evidence_dir(tmp_path, capsys):
     rc, out = _cli(["check-compat", "--evidence", str(tmp_path), "--format", "json"], capsys)
     assert rc == 0 and json.loads(out.out)["verdict"] == "driver_too_old"
     # flags override evidence
-    rc, out = _cli(["check-compat", "--evidence", str(tmp_path), "--driver", "580.95.05", "--format", "json"],
-                   capsys)
+    rc, out = _cli(["check-compat", "--evidence", str(tmp_path), "--driver", "580.95.05", "--format", "json"], capsys)
     assert json.loads(out.out)["verdict"] == "compatible"
     rc, out = _cli(["check-compat", "--evidence", str(tmp_path)], capsys)
     assert rc == 0 and out.out.startswith("verdict: driver_too_old")

@@ -9,12 +9,23 @@ import pytest
 from vllm_runbooks.compat import CompatInputs, OrgConstraints, decide, driver_targets, recommend
 
 TODAY = dt.date(2026, 11, 29)
-SEED = dict(image_cuda_version="13.0.1", driver_version="575.57.08", gpu_name="NVIDIA H200", gpu_count=8,
-            model_profile="kimi_k3")
-R570 = dict(image_cuda_version="13.0.1", driver_version="570.195.03", gpu_name="NVIDIA H200", gpu_count=8,
-            compat_libs=False)
-GENERIC_GEFORCE = dict(image_cuda_version="13.0.1", driver_version="570.195.03", gpu_name="NVIDIA GeForce RTX 5090",
-                       gpu_count=1, compat_libs=False)
+SEED = dict(
+    image_cuda_version="13.0.1",
+    driver_version="575.57.08",
+    gpu_name="NVIDIA H200",
+    gpu_count=8,
+    model_profile="kimi_k3",
+)
+R570 = dict(
+    image_cuda_version="13.0.1", driver_version="570.195.03", gpu_name="NVIDIA H200", gpu_count=8, compat_libs=False
+)
+GENERIC_GEFORCE = dict(
+    image_cuda_version="13.0.1",
+    driver_version="570.195.03",
+    gpu_name="NVIDIA GeForce RTX 5090",
+    gpu_count=1,
+    compat_libs=False,
+)
 
 WINDOW = dict(maintenance_window_available=True, shared_nodes_can_stop=True)
 CASES = [
@@ -23,8 +34,13 @@ CASES = [
     ("seed_custom_build", SEED, dict(can_maintain_custom_build=True), "self_built_older_cuda_image", False),
     ("seed_nothing", SEED, {}, "upgrade_driver", True),  # blocked: escalate
     # Kimi K3 has no cu129 tag and R575 no forward compat: with a tight deadline, isolated env still wins.
-    ("seed_tight_isolated", SEED, dict(isolated_environment_available=True, recovery_deadline_hours=2, **WINDOW),
-     "isolated_environment_first", False),
+    (
+        "seed_tight_isolated",
+        SEED,
+        dict(isolated_environment_available=True, recovery_deadline_hours=2, **WINDOW),
+        "isolated_environment_first",
+        False,
+    ),
     ("r570_window", R570, WINDOW, "upgrade_driver", False),
     ("r570_tight", R570, dict(recovery_deadline_hours=2, **WINDOW), "forward_compatibility", False),
     ("r570_no_window", R570, {}, "forward_compatibility", False),
@@ -66,8 +82,11 @@ def test_targets_named_from_data():
 
 
 def test_compatible_routes_elsewhere():
-    d = decide(CompatInputs(image_cuda_version="13.0.2", driver_version="580.95.05", gpu_name="NVIDIA H200"),
-               [{"label": "oom_weights", "line": 3, "text": "CUDA out of memory"}], today=TODAY)
+    d = decide(
+        CompatInputs(image_cuda_version="13.0.2", driver_version="580.95.05", gpu_name="NVIDIA H200"),
+        [{"label": "oom_weights", "line": 3, "text": "CUDA out of memory"}],
+        today=TODAY,
+    )
     r = recommend(d, OrgConstraints(**WINDOW), today=TODAY)
     assert r.path == "no_driver_change"
     assert "not the problem" in r.title
@@ -87,11 +106,16 @@ def test_unknown_collects_evidence():
 
 
 def test_arch_unsupported_paths():
-    kimi_v100 = decide(CompatInputs(image_cuda_version="13.0", driver_version="580.95.05", gpu_name="Tesla V100",
-                                    model_profile="kimi_k3"), today=TODAY)
+    kimi_v100 = decide(
+        CompatInputs(
+            image_cuda_version="13.0", driver_version="580.95.05", gpu_name="Tesla V100", model_profile="kimi_k3"
+        ),
+        today=TODAY,
+    )
     assert recommend(kimi_v100, today=TODAY).path == "move_to_supported_gpus"
-    generic_v100 = decide(CompatInputs(image_cuda_version="13.0", driver_version="580.95.05",
-                                       gpu_name="Tesla V100"), today=TODAY)
+    generic_v100 = decide(
+        CompatInputs(image_cuda_version="13.0", driver_version="580.95.05", gpu_name="Tesla V100"), today=TODAY
+    )
     assert recommend(generic_v100, today=TODAY).path == "older_cuda_image"  # cu129 arch list has 7.0
 
 

@@ -8,10 +8,23 @@ from vllm_runbooks.compat import check_require
 
 # Constructed per the data's official_image_env_examples pattern for nvidia/cuda 13.0.2:
 # cuda>=13.0, then brand=<b>,driver>=B,driver<B+1 for B in 535, 550, 565, 570, 575 (no geforce brands).
-BRANDS = ["unknown", "grid", "tesla", "nvidia", "quadro", "quadrortx", "nvidiartx", "vapps", "vpc", "vcs", "vws",
-          "cloudgaming"]
-REQ_130 = "cuda>=13.0 " + " ".join(f"brand={b},driver>={br},driver<{br + 1}"
-                                   for br in (535, 550, 565, 570, 575) for b in BRANDS)
+BRANDS = [
+    "unknown",
+    "grid",
+    "tesla",
+    "nvidia",
+    "quadro",
+    "quadrortx",
+    "nvidiartx",
+    "vapps",
+    "vpc",
+    "vcs",
+    "vws",
+    "cloudgaming",
+]
+REQ_130 = "cuda>=13.0 " + " ".join(
+    f"brand={b},driver>={br},driver<{br + 1}" for br in (535, 550, 565, 570, 575) for b in BRANDS
+)
 
 CASES = [
     # (driver, driver cuda, brand_raw, brand_class, expected will_start, satisfied-by contains)
@@ -42,8 +55,9 @@ def test_brand_clause_admission_warns_about_compat():
 
 
 def test_disable_require():
-    r = check_require(REQ_130, driver_version="575.57.08", driver_cuda_version="12.9", brand_raw="GeForce",
-                      disable_require=True)
+    r = check_require(
+        REQ_130, driver_version="575.57.08", driver_cuda_version="12.9", brand_raw="GeForce", disable_require=True
+    )
     assert r.will_start is True and r.disabled
 
 
@@ -65,24 +79,44 @@ def test_unknown_expression_is_undetermined_with_legacy_hint():
 
 
 def test_legacy_rule_when_env_known_to_lack_require():
-    r = check_require(None, driver_version="575.57.08", driver_cuda_version="12.9", image_cuda_version="13.0.1",
-                      legacy=True)
+    r = check_require(
+        None, driver_version="575.57.08", driver_cuda_version="12.9", image_cuda_version="13.0.1", legacy=True
+    )
     assert r.will_start is False and r.legacy and r.expression == "cuda>=13.0"
 
 
 def test_extra_require_vars_are_anded():
-    r = check_require("cuda>=12.0", driver_version="580.95.05", driver_cuda_version="13.0",
-                      compute_capability="7.0", extra_env={"NVIDIA_REQUIRE_ARCH": "arch>=7.5"})
+    r = check_require(
+        "cuda>=12.0",
+        driver_version="580.95.05",
+        driver_cuda_version="13.0",
+        compute_capability="7.0",
+        extra_env={"NVIDIA_REQUIRE_ARCH": "arch>=7.5"},
+    )
     assert r.will_start is False
-    r2 = check_require("cuda>=12.0", driver_version="580.95.05", driver_cuda_version="13.0",
-                       compute_capability="9.0", extra_env={"NVIDIA_REQUIRE_ARCH": "arch>=7.5"})
+    r2 = check_require(
+        "cuda>=12.0",
+        driver_version="580.95.05",
+        driver_cuda_version="13.0",
+        compute_capability="9.0",
+        extra_env={"NVIDIA_REQUIRE_ARCH": "arch>=7.5"},
+    )
     assert r2.will_start is True
 
 
-@pytest.mark.parametrize("expr, expected", [
-    ("driver!=575.57.08", False), ("driver=575.57.08", True), ("driver<=575", False), ("driver>575", True),
-    ("driver<576", True), ("unsupported>=1 cuda>=13.0", False), ("cuda>=12.9", True), ("cuda>12.9", False),
-])
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        ("driver!=575.57.08", False),
+        ("driver=575.57.08", True),
+        ("driver<=575", False),
+        ("driver>575", True),
+        ("driver<576", True),
+        ("unsupported>=1 cuda>=13.0", False),
+        ("cuda>=12.9", True),
+        ("cuda>12.9", False),
+    ],
+)
 def test_operators(expr, expected):
     r = check_require(expr, driver_version="575.57.08", driver_cuda_version="12.9", brand_raw="Tesla")
     assert r.will_start is expected, (expr, r.message)

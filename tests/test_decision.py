@@ -27,21 +27,57 @@ def _evidence(tmp_path: Path, driver: str = "575.57.08", log: str = SEED_LOG) ->
     (root / "evidence" / "logs").mkdir(parents=True)
     (root / "evidence" / "logs" / "vllm.log").write_text(log)
     items = {
-        "nvidia": {"status": "ok", "reason": None, "value": {
-            "driver_version": driver, "cuda_driver_version": "12.9",
-            "gpus": [{"index": i, "name": "NVIDIA H200", "compute_capability": "9.0", "brand": "NVIDIA",
-                      "brand_class": "datacenter"} for i in range(8)]}},
-        "image": {"status": "ok", "reason": None, "value": {
-            "ref": "vllm/vllm-openai:kimi-k3", "cuda_version": "13.0.1", "env": {}}},
-        "launch": {"status": "ok", "reason": None, "value": {
-            "argv": ["vllm", "serve", "moonshotai/Kimi-K3", "--tensor-parallel-size", "8",
-                     "--tool-call-parser", "kimi_k3", "--reasoning-parser", "kimi_k3",
-                     "--enable-auto-tool-choice"], "env": {}}},
-        "logs": {"status": "ok", "reason": None, "value": {
-            "files": [{"name": "vllm.log", "stored_as": "logs/vllm.log", "lines": 3}]}},
+        "nvidia": {
+            "status": "ok",
+            "reason": None,
+            "value": {
+                "driver_version": driver,
+                "cuda_driver_version": "12.9",
+                "gpus": [
+                    {
+                        "index": i,
+                        "name": "NVIDIA H200",
+                        "compute_capability": "9.0",
+                        "brand": "NVIDIA",
+                        "brand_class": "datacenter",
+                    }
+                    for i in range(8)
+                ],
+            },
+        },
+        "image": {
+            "status": "ok",
+            "reason": None,
+            "value": {"ref": "vllm/vllm-openai:kimi-k3", "cuda_version": "13.0.1", "env": {}},
+        },
+        "launch": {
+            "status": "ok",
+            "reason": None,
+            "value": {
+                "argv": [
+                    "vllm",
+                    "serve",
+                    "moonshotai/Kimi-K3",
+                    "--tensor-parallel-size",
+                    "8",
+                    "--tool-call-parser",
+                    "kimi_k3",
+                    "--reasoning-parser",
+                    "kimi_k3",
+                    "--enable-auto-tool-choice",
+                ],
+                "env": {},
+            },
+        },
+        "logs": {
+            "status": "ok",
+            "reason": None,
+            "value": {"files": [{"name": "vllm.log", "stored_as": "logs/vllm.log", "lines": 3}]},
+        },
     }
-    (root / "evidence" / "evidence.json").write_text(json.dumps(
-        {"schema": "evidence", "schema_version": 1, "source": "test", "items": items}))
+    (root / "evidence" / "evidence.json").write_text(
+        json.dumps({"schema": "evidence", "schema_version": 1, "source": "test", "items": items})
+    )
     return root
 
 
@@ -84,8 +120,16 @@ def test_unknown_override_is_refused() -> None:
 
 @pytest.mark.slow
 def test_runbook02_from_parameters(tmp_path: Path) -> None:
-    result = run_runbook("compatibility_decision", {
-        "image_cuda": "13.0", "driver_version": "570.195.03", "gpu_name": "NVIDIA H200",
-        "compat_libs": True, "today": "2026-11-29"}, tmp_path / "run")
+    result = run_runbook(
+        "compatibility_decision",
+        {
+            "image_cuda": "13.0",
+            "driver_version": "570.195.03",
+            "gpu_name": "NVIDIA H200",
+            "compat_libs": True,
+            "today": "2026-11-29",
+        },
+        tmp_path / "run",
+    )
     assert result.status == "ok", result.error
     assert result.headline["verdict"] == "compatible_forward_compat"

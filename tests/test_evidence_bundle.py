@@ -17,8 +17,13 @@ from vllm_runbooks.evidence import collect_evidence, load_evidence
 EXAMPLES = Path(__file__).parents[1] / "examples" / "incidents"
 R575 = EXAMPLES / "k3-cu130-on-r575"
 R580 = EXAMPLES / "k3-after-r580-upgrade"
-PLANTED = ["hf_kQ7pLm2XvR9tYw4ZsB8nC3dF6gH1jK5aE0uI", "sk-k3canary-9f8e7d6c5b4a3f2e1d0c", "Pr0xyPa55word",
-           "AKIAJK3CANARY7EXAMPL", "wJalrXUtnFEMI"]
+PLANTED = [
+    "hf_kQ7pLm2XvR9tYw4ZsB8nC3dF6gH1jK5aE0uI",
+    "sk-k3canary-9f8e7d6c5b4a3f2e1d0c",
+    "Pr0xyPa55word",
+    "AKIAJK3CANARY7EXAMPL",
+    "wJalrXUtnFEMI",
+]
 
 
 def all_bytes(root: Path) -> bytes:
@@ -101,7 +106,7 @@ def test_missing_and_garbage_bundles_never_crash(tmp_path: Path) -> None:
     (bad / "nvidia-smi-q.xml").write_bytes(b"\xff\xfe garbage \x00 not xml")
     (bad / "nvidia-smi.txt").write_text("Failed to initialize NVML: Driver/library version mismatch\n")
     (bad / "image-inspect.json").write_text("Error: No such image: vllm/vllm-openai:kimi-k3\n")
-    (bad / "os-release").write_bytes(b"NAME=\"Ubu\xffntu\"\n")
+    (bad / "os-release").write_bytes(b'NAME="Ubu\xffntu"\n')
     ev = collect_evidence(bad, run_dir=tmp_path / "r2")
     nv = ev.items["nvidia"]
     assert nv.status == "unavailable" and "not nvidia-smi XML" in nv.reason and "version mismatch" in nv.reason
@@ -151,7 +156,8 @@ def test_bundle_copy_with_extra_secrets_everywhere(tmp_path: Path) -> None:
     (b / "logs").mkdir()
     (b / "logs" / "client.log").write_text(
         "curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sigsigsigsig123'\n"
-        "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n")
+        "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n"
+    )
     collect_evidence(b, run_dir=tmp_path / "run")
     blob = all_bytes(tmp_path / "run")
     for s in [*PLANTED, "ghp_abcdefghijklmnop", "Dbp4ssw0rd", "sigsigsigsig123", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"]:

@@ -15,8 +15,13 @@ HAS_GPU = shutil.which("nvidia-smi") is not None or Path("/proc/driver/nvidia/ve
 
 
 def test_local_run_completes_and_says_why(tmp_path: Path) -> None:
-    ev = collect_evidence("local", run_dir=tmp_path / "run", container="no-such-container",
-                          log_paths=[str(tmp_path / "missing.log")], collector_timeout_s=60)
+    ev = collect_evidence(
+        "local",
+        run_dir=tmp_path / "run",
+        container="no-such-container",
+        log_paths=[str(tmp_path / "missing.log")],
+        collector_timeout_s=60,
+    )
     assert (tmp_path / "run" / "evidence" / "evidence.json").is_file()
     assert ev.items["host"].status in {"ok", "partial"} and ev.get("host", "kernel")
     assert ev.get("host", "cpus") and ev.get("host", "memory_bytes")
@@ -34,16 +39,26 @@ def test_local_run_completes_and_says_why(tmp_path: Path) -> None:
 
 
 def test_probe_image_without_docker_daemon_is_unavailable(tmp_path: Path) -> None:
-    ev = collect_evidence("local", run_dir=tmp_path / "run", image="vllm/vllm-openai:kimi-k3", probe_image=True,
-                          only=["image", "cuda_probe"], collector_timeout_s=30)
+    ev = collect_evidence(
+        "local",
+        run_dir=tmp_path / "run",
+        image="vllm/vllm-openai:kimi-k3",
+        probe_image=True,
+        only=["image", "cuda_probe"],
+        collector_timeout_s=30,
+    )
     cp = ev.items["cuda_probe"]
     assert cp.status == "unavailable" and cp.value["ran"] is False and cp.reason
     assert ev.items["image"].status == "unavailable" and ev.items["image"].reason
 
 
 def test_local_launch_command_parameter_is_redacted(tmp_path: Path) -> None:
-    ev = collect_evidence("local", run_dir=tmp_path / "run", only=["launch"],
-                          launch_command="HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123 vllm serve m --api-key p4ssw0rd99")
+    ev = collect_evidence(
+        "local",
+        run_dir=tmp_path / "run",
+        only=["launch"],
+        launch_command="HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123 vllm serve m --api-key p4ssw0rd99",
+    )
     v = ev.items["launch"].value
     assert v["origin"] == "parameter" and v["argv"][:3] == ["vllm", "serve", "m"]
     assert v["env"]["HF_TOKEN"] == "<redacted:secret>" and "p4ssw0rd99" not in str(v)

@@ -21,8 +21,14 @@ class FakeNVMLError(Exception):
     pass
 
 
-def fake_pynvml(gpus: int = 8, driver: str = "575.57.08", cuda: int = 12090, links: int = 18,
-                init_error: Exception | None = None, block: threading.Event | None = None) -> types.ModuleType:
+def fake_pynvml(
+    gpus: int = 8,
+    driver: str = "575.57.08",
+    cuda: int = 12090,
+    links: int = 18,
+    init_error: Exception | None = None,
+    block: threading.Event | None = None,
+) -> types.ModuleType:
     """A stand-in for nvidia-ml-py with the calls and return shapes NVML documents (nvml.h)."""
     m = types.ModuleType("pynvml")
     m.NVML_NVLINK_MAX_LINKS = 18
@@ -81,8 +87,12 @@ def test_nvml_facts_decoded(install) -> None:
     assert v["driver_version"] == "575.57.08" and v["driver_branch"] == "r575"
     assert v["cuda_driver_version_int"] == 12090 and v["cuda_driver_version"] == "12.9"
     g = v["gpus"][2]
-    assert (g["compute_capability"], g["brand"], g["brand_class"], g["architecture"]) == \
-        ("9.0", "NVIDIA", "datacenter", "Hopper")
+    assert (g["compute_capability"], g["brand"], g["brand_class"], g["architecture"]) == (
+        "9.0",
+        "NVIDIA",
+        "datacenter",
+        "Hopper",
+    )
     assert g["memory_total_mib"] == 143771 and g["memory_used_mib"] == 771 and g["nvlink_active_links"] == 18
     assert g["pci_bus_id"] == "00000000:1A:00.0" and g["mig_mode"] == "Disabled"
     assert v["topology"]["matrix"][0][:3] == ["X", "NV18", "NV18"]
@@ -114,8 +124,7 @@ def test_nvml_hang_is_bounded(install) -> None:
 
 def test_local_collection_prefers_nvml(install, tmp_path: Path) -> None:
     install(fake_pynvml())
-    ev = collect_evidence("local", run_dir=tmp_path / "run", only=["nvidia", "interconnect"],
-                          collector_timeout_s=20)
+    ev = collect_evidence("local", run_dir=tmp_path / "run", only=["nvidia", "interconnect"], collector_timeout_s=20)
     nv = ev.items["nvidia"]
     assert nv.value["source"] == "nvml" and len(nv.value["gpus"]) == 8
     assert nv.status in {"ok", "partial"}

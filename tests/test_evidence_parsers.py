@@ -149,8 +149,10 @@ def test_collect_env() -> None:
 
 def test_vllm_version_and_commit_from_logs() -> None:
     assert P.vllm_version_from_log((R575 / "container-logs.txt").read_text()) == "0.27.1"
-    assert P.vllm_version_from_log("INFO 04-01 18:02:08 [api_server.py:1043] vLLM API server version 0.8.5.post1") \
+    assert (
+        P.vllm_version_from_log("INFO 04-01 18:02:08 [api_server.py:1043] vLLM API server version 0.8.5.post1")
         == "0.8.5.post1"
+    )
     assert P.vllm_version_from_log("INFO Initializing an LLM engine (v0.5.0.post1) with config") == "0.5.0.post1"
     assert P.commit_from_version("0.6.3.post2.dev308+gb489fc3c") == "b489fc3c"
 

@@ -16,17 +16,34 @@ from vllm_runbooks.scraps import read_scraps
 ROOT = Path(__file__).parents[1]
 NOTEBOOK = ROOT / "runbooks" / "01_evidence_capture.ipynb"
 R575 = ROOT / "examples" / "incidents" / "k3-cu130-on-r575"
-PLANTED = ["hf_kQ7pLm2XvR9tYw4ZsB8nC3dF6gH1jK5aE0uI", "sk-k3canary-9f8e7d6c5b4a3f2e1d0c", "Pr0xyPa55word",
-           "AKIAJK3CANARY7EXAMPL", "wJalrXUtnFEMI", "paramSecret777", "ghp_runbookAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-           "urlpw999", "eyJhbGciOiJIUzI1NiJ9.eyJydW5ib29rIjoxMjM0NX0"]
+PLANTED = [
+    "hf_kQ7pLm2XvR9tYw4ZsB8nC3dF6gH1jK5aE0uI",
+    "sk-k3canary-9f8e7d6c5b4a3f2e1d0c",
+    "Pr0xyPa55word",
+    "AKIAJK3CANARY7EXAMPL",
+    "wJalrXUtnFEMI",
+    "paramSecret777",
+    "ghp_runbookAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    "urlpw999",
+    "eyJhbGciOiJIUzI1NiJ9.eyJydW5ib29rIjoxMjM0NX0",
+]
 
 
 def test_template_is_clean() -> None:
     nb = nbformat.read(NOTEBOOK, as_version=4)
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1
-    for name in ("source", "run_dir", "image", "container", "log_paths", "launch_command", "endpoint",
-                 "probe_image", "collector_timeout_s"):
+    for name in (
+        "source",
+        "run_dir",
+        "image",
+        "container",
+        "log_paths",
+        "launch_command",
+        "endpoint",
+        "probe_image",
+        "collector_timeout_s",
+    ):
         assert f"{name} =" in tagged[0].source and f"`{name}`" in nb.cells[0].source
     for c in nb.cells:
         if c.cell_type == "code":
@@ -37,8 +54,14 @@ def test_template_is_clean() -> None:
 def _execute(params: dict, out: Path) -> dict:
     import papermill as pm
 
-    pm.execute_notebook(str(NOTEBOOK), str(out), parameters=params, cwd=str(ROOT / "runbooks"),
-                        kernel_name="python3", progress_bar=False)
+    pm.execute_notebook(
+        str(NOTEBOOK),
+        str(out),
+        parameters=params,
+        cwd=str(ROOT / "runbooks"),
+        kernel_name="python3",
+        progress_bar=False,
+    )
     return read_scraps(out)
 
 
@@ -47,13 +70,21 @@ def test_runbook_on_bundle_leaks_no_secret(tmp_path: Path) -> None:
     bundle = tmp_path / "bundle"
     shutil.copytree(R575, bundle)
     with open(bundle / "container-logs.txt", "a") as f:
-        f.write("GITHUB_TOKEN=ghp_runbookAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n"
-                "GET https://bob:urlpw999@hf.example/models?access_token=eyJhbGciOiJIUzI1NiJ9.eyJydW5ib29rIjoxMjM0NX0"
-                ".c2lnbmF0dXJlc2lnbmF0dXJl\n")
+        f.write(
+            "GITHUB_TOKEN=ghp_runbookAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n"
+            "GET https://bob:urlpw999@hf.example/models?access_token=eyJhbGciOiJIUzI1NiJ9.eyJydW5ib29rIjoxMjM0NX0"
+            ".c2lnbmF0dXJlc2lnbmF0dXJl\n"
+        )
     run_dir = tmp_path / "run"
-    params = redact_parameters({"source": str(bundle), "run_dir": str(run_dir),
-                                "launch_command": "vllm serve moonshotai/Kimi-K3 --api-key paramSecret777",
-                                "endpoint": None, "collector_timeout_s": 60})
+    params = redact_parameters(
+        {
+            "source": str(bundle),
+            "run_dir": str(run_dir),
+            "launch_command": "vllm serve moonshotai/Kimi-K3 --api-key paramSecret777",
+            "endpoint": None,
+            "collector_timeout_s": 60,
+        }
+    )
     out = run_dir / "01_evidence_capture.ipynb"
     run_dir.mkdir()
     scraps = _execute(params, out)

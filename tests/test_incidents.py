@@ -19,8 +19,10 @@ pytestmark = pytest.mark.slow
 def _suite(incident: str, run_dir: Path, **decision_params: object) -> dict:
     results = run_suite(
         ["evidence_capture", "compatibility_decision"],
-        {"evidence_capture": {"source": str(INCIDENTS / incident)},
-         "compatibility_decision": {"today": "2026-11-29", **decision_params}},
+        {
+            "evidence_capture": {"source": str(INCIDENTS / incident)},
+            "compatibility_decision": {"today": "2026-11-29", **decision_params},
+        },
         run_dir,
     )
     assert [r.status for r in results] == ["ok", "ok"], [r.error for r in results]

@@ -29,9 +29,7 @@ def report() -> dict:
 
 def test_heldout_accuracy_floor(report: dict) -> None:
     assert report["n_main"] >= 35
-    assert report["accuracy"] >= ACCURACY_FLOOR, [
-        (e["id"], e["expected"], e["predicted"]) for e in report["errors"]
-    ]
+    assert report["accuracy"] >= ACCURACY_FLOOR, [(e["id"], e["expected"], e["predicted"]) for e in report["errors"]]
 
 
 def test_heldout_no_healthy_false_alarms(report: dict) -> None:

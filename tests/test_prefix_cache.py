@@ -99,13 +99,21 @@ def test_launch_and_log_from_runbook01_evidence(tmp_path: Path) -> None:
     ev = tmp_path / "evidence"
     (ev / "logs").mkdir(parents=True)
     (ev / "logs" / "server.log").write_text(REAL_LOG)
-    (ev / "evidence.json").write_text(json.dumps({
-        "schema": "evidence", "schema_version": 1,
-        "items": {
-            "launch": {"status": "ok", "value": {"argv": ["vllm", "serve", "m", "--no-enable-prefix-caching"]}},
-            "logs": {"status": "ok", "value": {"files": [{"name": "server.log", "stored_as": "logs/server.log"}]}},
-        },
-    }))
+    (ev / "evidence.json").write_text(
+        json.dumps(
+            {
+                "schema": "evidence",
+                "schema_version": 1,
+                "items": {
+                    "launch": {"status": "ok", "value": {"argv": ["vllm", "serve", "m", "--no-enable-prefix-caching"]}},
+                    "logs": {
+                        "status": "ok",
+                        "value": {"files": [{"name": "server.log", "stored_as": "logs/server.log"}]},
+                    },
+                },
+            }
+        )
+    )
     got = load_launch_and_log(evidence_dir=str(tmp_path))
     assert got.launch_command == "vllm serve m --no-enable-prefix-caching"
     assert got.launch_origin == "evidence: launch" and "non-default args" in (got.log_text or "")
@@ -124,8 +132,15 @@ def test_granularity_from_recorded_cpu_server() -> None:
 
 
 def test_hybrid_alignment_is_the_lcm_of_units() -> None:
-    g = hit_granularity({"block_size": "64", "mamba_block_size": "96", "mamba_cache_mode": "align",
-                         "hash_block_size": "None", "num_gpu_blocks": "1000"})
+    g = hit_granularity(
+        {
+            "block_size": "64",
+            "mamba_block_size": "96",
+            "mamba_cache_mode": "align",
+            "hash_block_size": "None",
+            "num_gpu_blocks": "1000",
+        }
+    )
     assert g.hybrid and g.unit_tokens == 192
     assert g.capacity_tokens == 64000 and g.capacity_from.startswith("num_gpu_blocks")
     # Newest servers state the alignment directly.
@@ -144,9 +159,7 @@ def test_simulator_style_config_and_nothing() -> None:
 
 
 # -- no cache_config_info: the block size is a placeholder, never a reason ----------------------------
-NO_CONFIG_METRICS = "\n".join(
-    line for line in METRICS.read_text().splitlines() if "cache_config_info" not in line
-)
+NO_CONFIG_METRICS = "\n".join(line for line in METRICS.read_text().splitlines() if "cache_config_info" not in line)
 
 
 def test_recorded_metrics_without_cache_config_never_decide_too_short() -> None:
@@ -166,8 +179,9 @@ def test_recorded_metrics_without_cache_config_never_decide_too_short() -> None:
     # The same with the server's own block size does decide.
     assert decide(ON, GRAN, _exp([0, 0, 0], shared=60, expected=0, hits=0)).verdict == "prefix_too_short"
     # A workload sharing little (no cause found) is not called too short from the placeholder either.
-    short = analyse_requests([_body("S" * 40, f"q{i}") for i in range(4)], unit_tokens=gran.unit_tokens,
-                             unit_assumed=True)
+    short = analyse_requests(
+        [_body("S" * 40, f"q{i}") for i in range(4)], unit_tokens=gran.unit_tokens, unit_assumed=True
+    )
     assert short.median_shared() is not None and short.median_shared() < 128
     assert decide(ON, gran, None, short).verdict == "inconclusive"
     assert short.headline_figures()["unit_assumed"] is True
@@ -195,17 +209,19 @@ def test_without_cache_config_other_evidence_still_decides() -> None:
 def _metrics(queries: float, hits: float, *, old: bool = False, cached_src: float = 0.0) -> str:
     prefix = "vllm:gpu_prefix_cache" if old else "vllm:prefix_cache"
     return (
-        f"# TYPE {prefix}_queries_total counter\n{prefix}_queries_total{{engine=\"0\"}} {queries}\n"
-        f"# TYPE {prefix}_hits_total counter\n{prefix}_hits_total{{engine=\"0\"}} {hits}\n"
+        f'# TYPE {prefix}_queries_total counter\n{prefix}_queries_total{{engine="0"}} {queries}\n'
+        f'# TYPE {prefix}_hits_total counter\n{prefix}_hits_total{{engine="0"}} {hits}\n'
         "# TYPE vllm:prompt_tokens_by_source_total counter\n"
         f'vllm:prompt_tokens_by_source_total{{engine="0",source="local_cache_hit"}} {cached_src}\n'
-        "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{engine=\"0\"} 0.25\n"
+        '# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{engine="0"} 0.25\n'
     )
 
 
 def test_counter_deltas_are_per_run_and_accept_old_names() -> None:
-    d = counter_deltas(parse_metrics(_metrics(5000, 2000, cached_src=10), 0.0),
-                       parse_metrics(_metrics(7613, 3536, cached_src=1546), 2.0))
+    d = counter_deltas(
+        parse_metrics(_metrics(5000, 2000, cached_src=10), 0.0),
+        parse_metrics(_metrics(7613, 3536, cached_src=1546), 2.0),
+    )
     assert (d.queries, d.hits, d.by_source["0/local_cache_hit"], d.interval_s) == (2613, 1536, 1536, 2.0)
     old = counter_deltas(parse_metrics(_metrics(1, 1, old=True)), parse_metrics(_metrics(101, 51, old=True)))
     assert (old.queries, old.hits) == (100, 50) and old.renamed
@@ -238,8 +254,11 @@ def test_tool_order_and_request_id_and_clean() -> None:
 
 
 def _body(system: str = "S" * 400, user: str = "q", **extra: object) -> dict:
-    return {"model": "m", "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            **extra}
+    return {
+        "model": "m",
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        **extra,
+    }
 
 
 def test_first_difference_components() -> None:
@@ -256,14 +275,22 @@ def test_first_difference_components() -> None:
     d = first_difference(a, b)
     assert d.component == "image" and "position" in d.detail
     assert "content" in first_difference(_body(user=[img, txt]), _body(user=[img2, txt])).detail
-    hist_a = {"model": "m", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "A"},
-                                         {"role": "user", "content": "next"}]}
+    hist_a = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "A"},
+            {"role": "user", "content": "next"},
+        ],
+    }
     hist_b = json.loads(json.dumps(hist_a))
     hist_b["messages"][1]["content"] = "A (summarised)"
     assert first_difference(hist_a, hist_b).component == "history"
     # A session continuing an earlier request appends turns: that is the intended tail.
-    cont = {"model": "m", "messages": hist_a["messages"] + [{"role": "assistant", "content": "B"},
-                                                            {"role": "user", "content": "more"}]}
+    cont = {
+        "model": "m",
+        "messages": hist_a["messages"] + [{"role": "assistant", "content": "B"}, {"role": "user", "content": "more"}],
+    }
     assert first_difference(hist_a, cont).component == "tail"
 
 
@@ -286,15 +313,23 @@ def test_request_loading_reports_bad_lines(tmp_path: Path) -> None:
 
 
 # -- verdicts -----------------------------------------------------------------------------------------
-def _exp(cached: list[int | None], shared: int = 500, expected: int = 384, hits: float | None = None,
-         queries: float | None = None) -> ExperimentResult:
+def _exp(
+    cached: list[int | None],
+    shared: int = 500,
+    expected: int = 384,
+    hits: float | None = None,
+    queries: float | None = None,
+) -> ExperimentResult:
     obs = [RequestObservation(i, True, 0.01, 0.02, 520, c, 0 if i == 0 else expected) for i, c in enumerate(cached)]
     sum_cached = sum(c or 0 for c in cached)
-    deltas = CounterDeltas(queries=520.0 * len(cached) if queries is None else queries,
-                           hits=float(sum_cached) if hits is None else hits,
-                           prompt_tokens_cached=float(sum_cached))
-    return ExperimentResult(observations=obs, deltas=deltas, shared_tokens=shared, unit_tokens=128,
-                            expected_cached=expected)
+    deltas = CounterDeltas(
+        queries=520.0 * len(cached) if queries is None else queries,
+        hits=float(sum_cached) if hits is None else hits,
+        prompt_tokens_cached=float(sum_cached),
+    )
+    return ExperimentResult(
+        observations=obs, deltas=deltas, shared_tokens=shared, unit_tokens=128, expected_cached=expected
+    )
 
 
 GRAN = hit_granularity({"block_size": "128", "enable_prefix_caching": "True", "num_gpu_blocks": "16"})
@@ -309,7 +344,10 @@ def test_verdict_working_and_headline() -> None:
     figs = head["figures"]
     assert head["runbook"] == "prefix_cache_check"
     assert (figs["cached_tokens_first"], figs["cached_tokens_later_median"], figs["cached_tokens_later_min"]) == (
-        0, 384, 384)
+        0,
+        384,
+        384,
+    )
     assert (figs["later_requests"], figs["later_requests_hit"], figs["block_size_assumed"]) == (4, 4, False)
     assert figs["counters_agree"] is True
 
@@ -418,9 +456,21 @@ def test_unreachable_endpoint_degrades_to_inconclusive() -> None:
 
 # -- runbook 04 template ----------------------------------------------------------------------------------
 RUNBOOK = Path(__file__).resolve().parents[1] / "runbooks" / "04_prefix_cache_check.ipynb"
-PARAMETERS = ("endpoint", "model", "api_key_env", "requests", "shared_prompt_tokens", "requests_jsonl",
-              "launch_command", "log_path", "evidence_dir", "retention_check", "max_requests", "max_seconds",
-              "run_dir")
+PARAMETERS = (
+    "endpoint",
+    "model",
+    "api_key_env",
+    "requests",
+    "shared_prompt_tokens",
+    "requests_jsonl",
+    "launch_command",
+    "log_path",
+    "evidence_dir",
+    "retention_check",
+    "max_requests",
+    "max_seconds",
+    "run_dir",
+)
 
 
 def test_runbook_template_shape() -> None:
@@ -446,8 +496,9 @@ def test_runbook_runs_without_a_server(tmp_path: Path) -> None:
 
     jsonl = _planted_jsonl(tmp_path / "planted.jsonl")
     run_dir = tmp_path / "run"
-    result = run_runbook("prefix_cache_check", {"endpoint": "http://127.0.0.1:9", "requests_jsonl": str(jsonl)},
-                         run_dir)
+    result = run_runbook(
+        "prefix_cache_check", {"endpoint": "http://127.0.0.1:9", "requests_jsonl": str(jsonl)}, run_dir
+    )
     assert result.status == "ok", result.error
     # No server, but the request file alone shows the early difference (the per-request timestamp).
     assert result.headline and result.headline["verdict"] == "prefix_mismatch"
@@ -477,8 +528,12 @@ def _planted_jsonl(path: Path) -> Path:
     lines = []
     for i in range(4):
         system = f"Deploy: {HF_PLANT} {ASSIGN_PLANT} at 2026-11-29T10:0{i}:00Z.{rest}"
-        lines.append({"model": "m", "messages": [{"role": "system", "content": system},
-                                                 {"role": "user", "content": f"question {i}"}]})
+        lines.append(
+            {
+                "model": "m",
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": f"question {i}"}],
+            }
+        )
     leak = json.loads(json.dumps(lines[-1]))
     leak["messages"][0]["content"] = leak["messages"][0]["content"].replace("PLANTassign333", "PLANTassign334")
     lines.append(leak)

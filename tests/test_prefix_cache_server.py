@@ -24,8 +24,15 @@ BLOCK = 128
 
 def _check(handle: TargetHandle, **kw: object) -> PrefixCacheCheck:
     launch = "python -m vllm.entrypoints.openai.api_server " + shlex.join(handle.args)
-    return PrefixCacheCheck(handle.base_url, model=handle.model, launch_command=launch, log_path=handle.log_path,
-                            max_requests=20, max_seconds=90, **kw)  # type: ignore[arg-type]
+    return PrefixCacheCheck(
+        handle.base_url,
+        model=handle.model,
+        launch_command=launch,
+        log_path=handle.log_path,
+        max_requests=20,
+        max_seconds=90,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def test_working_on_default_server(target: TargetHandle) -> None:
@@ -66,8 +73,15 @@ def test_disabled_server(target_no_prefix_caching: TargetHandle) -> None:
     assert [o.cached_tokens for o in exp.observations] == [0, 0, 0, 0]
     assert exp.deltas.ok and exp.deltas.queries == 0 and exp.deltas.hits == 0  # counters flat
     v = check.verdict()
-    print("disabled:", {"cached": [o.cached_tokens for o in exp.observations], "queries": exp.deltas.queries,
-                        "hits": exp.deltas.hits, "verdict": v.verdict})
+    print(
+        "disabled:",
+        {
+            "cached": [o.cached_tokens for o in exp.observations],
+            "queries": exp.deltas.queries,
+            "hits": exp.deltas.hits,
+            "verdict": v.verdict,
+        },
+    )
     assert v.verdict == "disabled" and "--enable-prefix-caching" in v.next_step
     check.close()
 
@@ -79,8 +93,16 @@ def test_prefix_shorter_than_one_block(target: TargetHandle) -> None:
     assert [o.cached_tokens for o in exp.observations] == [0, 0, 0, 0]
     assert check.fit().fits is False
     v = check.verdict()
-    print("too_short:", {"shared": exp.shared_tokens, "cached": [o.cached_tokens for o in exp.observations],
-                         "queries": exp.deltas.queries, "hits": exp.deltas.hits, "verdict": v.verdict})
+    print(
+        "too_short:",
+        {
+            "shared": exp.shared_tokens,
+            "cached": [o.cached_tokens for o in exp.observations],
+            "queries": exp.deltas.queries,
+            "hits": exp.deltas.hits,
+            "verdict": v.verdict,
+        },
+    )
     assert v.verdict == "prefix_too_short", v.evidence
     assert str(BLOCK) in v.next_step
     check.close()
@@ -94,8 +116,15 @@ def test_timestamp_in_system_prompt_is_a_mismatch(target: TargetHandle) -> None:
     assert mm.cause == "system_prompt" and mm.example is not None and mm.example.looks_like == "timestamp"
     assert all(n < BLOCK for n in mm.shared_lengths)
     v = check.verdict()
-    print("mismatch:", {"shared": mm.shared_lengths, "counts": mm.component_counts,
-                        "snippet": mm.example.snippet_b, "verdict": v.verdict})
+    print(
+        "mismatch:",
+        {
+            "shared": mm.shared_lengths,
+            "counts": mm.component_counts,
+            "snippet": mm.example.snippet_b,
+            "verdict": v.verdict,
+        },
+    )
     assert v.verdict == "prefix_mismatch"
     assert "timestamp" in v.next_step and "end" in v.next_step
     # The same analysis of the clean file finds the tail only, with thousands of shared tokens.
@@ -116,8 +145,15 @@ def test_small_kv_cache_evicts(target_small_kv: TargetHandle) -> None:
     assert ret.filler_tokens >= gran.capacity_tokens
     assert ret.estimated_fit_tokens is not None and 0 < ret.estimated_fit_tokens <= gran.capacity_tokens
     v = check.verdict()
-    print("evicted:", {"exp_cached": [o.cached_tokens for o in exp.observations], **ret.figures(),
-                       "deltas": (ret.deltas.queries, ret.deltas.hits) if ret.deltas else None, "verdict": v.verdict})
+    print(
+        "evicted:",
+        {
+            "exp_cached": [o.cached_tokens for o in exp.observations],
+            **ret.figures(),
+            "deltas": (ret.deltas.queries, ret.deltas.hits) if ret.deltas else None,
+            "verdict": v.verdict,
+        },
+    )
     assert v.verdict == "evicted" and "KV cache" in v.next_step
     check.close()
 
@@ -144,10 +180,17 @@ def test_runbook_04_headline(target: TargetHandle, tmp_path: Path) -> None:
     assert not any(isinstance(v, list) for v in figs.values())  # per-request lists stay in the scraps
     scraps = read_scraps(result.notebook)
     assert scraps["cached_tokens_per_request"]["cached_tokens"] == [0] + [figs["expected_cached_tokens"]] * 3
-    for name in ("ttft_by_request", "cached_tokens_per_request", "counter_deltas", "shared_prefix_distribution",
-                 "verdict", "headline"):
+    for name in (
+        "ttft_by_request",
+        "cached_tokens_per_request",
+        "counter_deltas",
+        "shared_prefix_distribution",
+        "verdict",
+        "headline",
+    ):
         assert name in scraps, name
     assert load_run(run_dir)["runbooks"][0]["headline"]["verdict"] == "working"
-    print("runbook:", {k: figs[k] for k in ("cached_tokens_later_min", "queries_delta", "hits_delta")},
-          result.duration_s)
+    print(
+        "runbook:", {k: figs[k] for k in ("cached_tokens_later_min", "queries_delta", "hits_delta")}, result.duration_s
+    )
     assert "prefix_cache/check.json" in load_run(run_dir)["artefacts"]

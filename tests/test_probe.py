@@ -26,8 +26,10 @@ def _plain_env() -> dict[str, str]:
 
 def test_single_file_probe_runs_with_stdlib_only(tmp_path: Path) -> None:
     script = probe.write_script(tmp_path / "probe_node.py")
-    assert "from vllm_runbooks import" not in script.read_text().split("END-REDACT-INLINED")[0].split(
-        "BEGIN-REDACT-INLINED")[1]
+    assert (
+        "from vllm_runbooks import"
+        not in script.read_text().split("END-REDACT-INLINED")[0].split("BEGIN-REDACT-INLINED")[1]
+    )
     log = tmp_path / "serve.log.gz"
     log.write_bytes(gzip.compress(b"INFO up\nERROR failed --api-key sk-logSecretCCCCCCCCCCCCCCCC\n"))
     env = {**_plain_env(), **SECRETS, "NCCL_DEBUG": "INFO", "NCCL_TOKEN": "nccltok123"}
@@ -57,17 +59,25 @@ def test_plain_copy_refuses_without_redact_and_works_with_sibling(tmp_path: Path
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copy(probe.__file__, alone / "probe.py")
-    res = subprocess.run([PY, "-I", "probe.py", "--out", "b"], capture_output=True, text=True, cwd=alone,
-                         env=_plain_env(), timeout=60)
+    res = subprocess.run(
+        [PY, "-I", "probe.py", "--out", "b"], capture_output=True, text=True, cwd=alone, env=_plain_env(), timeout=60
+    )
     assert res.returncode == 2 and "Refusing to write an unredacted bundle" in res.stderr
     assert not (alone / "b").exists()
     shutil.copy(Path(probe.__file__).parent / "redact.py", alone / "redact.py")
-    res = subprocess.run([PY, "-I", "probe.py", "--out", "b", "--timeout", "5"], capture_output=True, text=True,
-                         cwd=alone, env=_plain_env(), timeout=120)
+    res = subprocess.run(
+        [PY, "-I", "probe.py", "--out", "b", "--timeout", "5"],
+        capture_output=True,
+        text=True,
+        cwd=alone,
+        env=_plain_env(),
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert (alone / "b" / "probe.json").is_file()
-    res = subprocess.run([PY, "-I", "probe.py", "--out", "b"], capture_output=True, text=True, cwd=alone,
-                         env=_plain_env(), timeout=60)
+    res = subprocess.run(
+        [PY, "-I", "probe.py", "--out", "b"], capture_output=True, text=True, cwd=alone, env=_plain_env(), timeout=60
+    )
     assert res.returncode == 2 and "never overwrites" in res.stderr
 
 
@@ -92,9 +102,19 @@ def test_running_vllm_process_is_found_and_redacted(tmp_path: Path) -> None:
     env = {**os.environ, "HF_TOKEN": "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", "NCCL_DEBUG": "WARN"}
     # A stand-in whose command line reads like `vllm serve`; it blocks on stdin until closed.
     fake = subprocess.Popen(
-        [sys.executable, "-c", "import sys; print('up', flush=True); sys.stdin.read()",
-         "vllm", "serve", "tiny", "--api-key", secret],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+        [
+            sys.executable,
+            "-c",
+            "import sys; print('up', flush=True); sys.stdin.read()",
+            "vllm",
+            "serve",
+            "tiny",
+            "--api-key",
+            secret,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
     )
     try:
         assert fake.stdout.readline() == b"up\n"  # type: ignore[union-attr]  # running: its argv is visible

@@ -38,8 +38,10 @@ def test_record_is_plain_json_with_schema() -> None:
     data = json.loads(rec.to_json())
     assert data["schema"] == "parent" and data["schema_version"] == 2
     assert data["tone"] == "good" and data["where"] == "/tmp/a"
-    assert data["children"] == [{"schema": "child", "schema_version": 1, "value": 1},
-                                {"schema": "child", "schema_version": 1, "value": 2}]
+    assert data["children"] == [
+        {"schema": "child", "schema_version": 1, "value": 1},
+        {"schema": "child", "schema_version": 1, "value": 2},
+    ]
 
 
 def test_from_dict_ignores_unknown_keys_and_refuses_newer_versions() -> None:
@@ -55,15 +57,22 @@ def test_to_jsonable_handles_sets_tuples_bytes() -> None:
 def test_read_scraps_from_outputs_last_wins(tmp_path: Path) -> None:
     def out(name: str, data: object, as_text: bool = False) -> dict:
         payload = {"name": name, "data": data, "encoder": "json", "version": 1}
-        return {"output_type": "display_data", "metadata": {},
-                "data": {SCRAP_MIME: json.dumps(payload) if as_text else payload}}
+        return {
+            "output_type": "display_data",
+            "metadata": {},
+            "data": {SCRAP_MIME: json.dumps(payload) if as_text else payload},
+        }
 
-    nb = {"cells": [
-        {"cell_type": "code", "outputs": [out("headline", {"verdict": "a"}), out("other", 1, as_text=True)]},
-        {"cell_type": "markdown"},
-        {"cell_type": "code", "outputs": [out("headline", {"verdict": "b"}),
-                                          {"output_type": "stream", "text": "x"}]},
-    ]}
+    nb = {
+        "cells": [
+            {"cell_type": "code", "outputs": [out("headline", {"verdict": "a"}), out("other", 1, as_text=True)]},
+            {"cell_type": "markdown"},
+            {
+                "cell_type": "code",
+                "outputs": [out("headline", {"verdict": "b"}), {"output_type": "stream", "text": "x"}],
+            },
+        ]
+    }
     path = tmp_path / "nb.ipynb"
     path.write_text(json.dumps(nb))
     assert read_scraps(path) == {"headline": {"verdict": "b"}, "other": 1}

@@ -28,13 +28,16 @@ def _cells(path: Path) -> list[dict]:
 def _parameter_names(path: Path) -> list[str]:
     cell = next(c for c in _cells(path) if "parameters" in c.get("metadata", {}).get("tags", []))
     tree = ast.parse("".join(cell["source"]))
-    return [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
-            if isinstance(t, ast.Name)]
+    return [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
 
 
 def test_the_four_runbooks_are_there() -> None:
     assert [name for name, _ in TEMPLATES] == [
-        "evidence_capture", "compatibility_decision", "canary_validation", "prefix_cache_check"]
+        "evidence_capture",
+        "compatibility_decision",
+        "canary_validation",
+        "prefix_cache_check",
+    ]
 
 
 @pytest.mark.parametrize(("name", "path"), TEMPLATES)

@@ -112,8 +112,18 @@ def test_cli_exit_codes_and_secret_parameters(templates: Path, tmp_path: Path, m
     monkeypatch.setattr(runner, "RUNBOOKS_DIR", templates)
     run_dir = tmp_path / "run"
     secret = "sk-proj-THISISAPLANTEDSECRET1234567890"
-    rc = main(["run", "smoke", "--run-dir", str(run_dir), "--no-progress",
-               "-r", "launch_command", f"vllm serve m --api-key {secret}"])
+    rc = main(
+        [
+            "run",
+            "smoke",
+            "--run-dir",
+            str(run_dir),
+            "--no-progress",
+            "-r",
+            "launch_command",
+            f"vllm serve m --api-key {secret}",
+        ]
+    )
     assert rc == 0
     out = capsys.readouterr().out
     assert "verdict=pass" in out and "01_smoke.html" in out
@@ -145,9 +155,20 @@ def test_concurrent_records_are_not_lost(tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     def record(i: int) -> None:
-        runner.record_run(tmp_path, runner.RunbookResult(
-            name=f"book{i}", notebook="", html=None, status="ok", started_at="", ended_at="",
-            duration_s=0.0, parameters={}, run_dir=str(tmp_path)))
+        runner.record_run(
+            tmp_path,
+            runner.RunbookResult(
+                name=f"book{i}",
+                notebook="",
+                html=None,
+                status="ok",
+                started_at="",
+                ended_at="",
+                duration_s=0.0,
+                parameters={},
+                run_dir=str(tmp_path),
+            ),
+        )
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(record, range(40)))

@@ -16,10 +16,17 @@ def _fake_run(run_dir: Path, verdict: str, driver: str, status: str = "ok") -> P
     run_dir.mkdir(parents=True)
     (run_dir / "01_evidence_capture.ipynb").write_text("{}")
     result = RunbookResult(
-        name="compatibility_decision", notebook=str(run_dir / "01_evidence_capture.ipynb"), html=None,
-        status=status, started_at="2026-11-29T10:00:00Z", ended_at="2026-11-29T10:00:05Z", duration_s=5.0,
-        parameters={}, headline={"verdict": verdict, "figures": {"driver": driver, "gpus": 8}},
-        run_dir=str(run_dir))
+        name="compatibility_decision",
+        notebook=str(run_dir / "01_evidence_capture.ipynb"),
+        html=None,
+        status=status,
+        started_at="2026-11-29T10:00:00Z",
+        ended_at="2026-11-29T10:00:05Z",
+        duration_s=5.0,
+        parameters={},
+        headline={"verdict": verdict, "figures": {"driver": driver, "gpus": 8}},
+        run_dir=str(run_dir),
+    )
     record_run(run_dir, result)
     return run_dir
 
@@ -66,11 +73,17 @@ def test_companion_notebooks_execute(tmp_path: Path) -> None:
     _fake_run(tmp_path / "runs" / "a", "driver_too_old", "575.57.08")
     _fake_run(tmp_path / "runs" / "b", "compatible", "580.95.05")
     out = tmp_path / "rc.ipynb"
-    pm.execute_notebook(str(REPO_ROOT / "notebooks" / "run_comparison.ipynb"), str(out),
-                        parameters={"runs_base": str(tmp_path / "runs")}, progress_bar=False, cwd=str(REPO_ROOT))
+    pm.execute_notebook(
+        str(REPO_ROOT / "notebooks" / "run_comparison.ipynb"),
+        str(out),
+        parameters={"runs_base": str(tmp_path / "runs")},
+        progress_bar=False,
+        cwd=str(REPO_ROOT),
+    )
     text = out.read_text(encoding="utf-8")
     assert "≠ driver" in text and "580.95.05" in text
     console = tmp_path / "console.ipynb"
-    pm.execute_notebook(str(REPO_ROOT / "notebooks" / "incident_console.ipynb"), str(console),
-                        progress_bar=False, cwd=str(REPO_ROOT))
+    pm.execute_notebook(
+        str(REPO_ROOT / "notebooks" / "incident_console.ipynb"), str(console), progress_bar=False, cwd=str(REPO_ROOT)
+    )
     assert "Run 01 → 02" in console.read_text(encoding="utf-8")

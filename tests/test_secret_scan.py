@@ -20,10 +20,18 @@ ROOT = Path(__file__).parents[1]
 R575 = ROOT / "examples" / "incidents" / "k3-cu130-on-r575"
 
 # Already in the sample bundle (env.txt, launch-command.txt, container-inspect.json).
-BUNDLE_SECRETS = ["hf_kQ7pLm2XvR9tYw4ZsB8nC3dF6gH1jK5aE0uI", "sk-k3canary-9f8e7d6c5b4a3f2e1d0c", "Pr0xyPa55word",
-                  "AKIAJK3CANARY7EXAMPL", "wJalrXUtnFEMI"]
-ENV_SECRETS = {"PGPASSWORD": "envPgScan01", "MYSQL_PWD": "envMysqlScan02",
-               "DATABASE_URL": "redis://:envRedisScan03@cache.corp.example:6379/0"}
+BUNDLE_SECRETS = [
+    "hf_kQ7pLm2XvR9tYw4ZsB8nC3dF6gH1jK5aE0uI",
+    "sk-k3canary-9f8e7d6c5b4a3f2e1d0c",
+    "Pr0xyPa55word",
+    "AKIAJK3CANARY7EXAMPL",
+    "wJalrXUtnFEMI",
+]
+ENV_SECRETS = {
+    "PGPASSWORD": "envPgScan01",
+    "MYSQL_PWD": "envMysqlScan02",
+    "DATABASE_URL": "redis://:envRedisScan03@cache.corp.example:6379/0",
+}
 LAUNCH_SECOND_KEY = "launchSecondKey04"
 INSPECT_SECRETS = {"PGPASSWORD": "inspectPgScan05", "REGISTRY_PASSWD": "inspectPasswdScan06"}
 LOG_LINES = [
@@ -87,8 +95,10 @@ def test_user_path_leaks_no_planted_secret(tmp_path: Path) -> None:
         assert s.encode() in raw_bytes, f"{s} was not planted"
 
     run_dir = tmp_path / "run"
-    launch = ("HF_TOKEN=hf_kQ7pLm2XvR9tYw4ZsB8nC3dF6gH1jK5aE0uI vllm serve moonshotai/Kimi-K3 "
-              f"--tensor-parallel-size 8 --api-key {PARAM_KEYS[0]} {PARAM_KEYS[1]} --port 8000")
+    launch = (
+        "HF_TOKEN=hf_kQ7pLm2XvR9tYw4ZsB8nC3dF6gH1jK5aE0uI vllm serve moonshotai/Kimi-K3 "
+        f"--tensor-parallel-size 8 --api-key {PARAM_KEYS[0]} {PARAM_KEYS[1]} --port 8000"
+    )
     results = runner.run_suite(
         ["evidence_capture", "compatibility_decision"],
         {
@@ -102,9 +112,17 @@ def test_user_path_leaks_no_planted_secret(tmp_path: Path) -> None:
 
     files = [p for p in run_dir.rglob("*") if p.is_file()]
     names = {p.relative_to(run_dir).as_posix() for p in files}
-    assert {"01_evidence_capture.ipynb", "01_evidence_capture.html", "02_compatibility_decision.ipynb",
-            "02_compatibility_decision.html", "run.json", "evidence/evidence.json", "evidence/SHA256SUMS",
-            "evidence/raw/env.txt", "evidence/raw/container-inspect.json"} <= names, sorted(names)
+    assert {
+        "01_evidence_capture.ipynb",
+        "01_evidence_capture.html",
+        "02_compatibility_decision.ipynb",
+        "02_compatibility_decision.html",
+        "run.json",
+        "evidence/evidence.json",
+        "evidence/SHA256SUMS",
+        "evidence/raw/env.txt",
+        "evidence/raw/container-inspect.json",
+    } <= names, sorted(names)
     assert any(n.startswith("evidence/raw/logs/") for n in names)
     leaks = [(s, p.relative_to(run_dir).as_posix()) for p in files for s in PLANTED if s.encode() in p.read_bytes()]
     assert not leaks, leaks
@@ -115,8 +133,9 @@ def test_user_path_leaks_no_planted_secret(tmp_path: Path) -> None:
     log = next((raw / "logs").iterdir()).read_text()
     assert "'api_key': ['<redacted:secret>']" in log and "'tensor_parallel_size': 8" in log
     evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())
-    assert "--api-key <redacted:api-key> <redacted:api-key> --port 8000" in evidence["items"]["launch"]["value"][
-        "command"]
+    assert (
+        "--api-key <redacted:api-key> <redacted:api-key> --port 8000" in evidence["items"]["launch"]["value"]["command"]
+    )
 
     # log findings keep their signature (it used to be replaced by <redacted:secret>)
     scraps = read_scraps(run_dir / "02_compatibility_decision.ipynb")

@@ -31,18 +31,37 @@ COMMAND_MODULES = (
 def _add_run(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("run", help="execute a runbook with papermill into a run directory")
     parser.add_argument("name", help="runbook name without its number, e.g. evidence_capture")
-    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
-                        help="a parameter; values are typed like papermill's -p (int, float, bool, None)")
-    parser.add_argument("-r", "--raw-parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
-                        help="a parameter kept as a string")
+    parser.add_argument(
+        "-p",
+        "--parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("KEY", "VALUE"),
+        help="a parameter; values are typed like papermill's -p (int, float, bool, None)",
+    )
+    parser.add_argument(
+        "-r",
+        "--raw-parameter",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("KEY", "VALUE"),
+        help="a parameter kept as a string",
+    )
     parser.add_argument("-f", "--parameters-file", help="YAML file of parameters")
     parser.add_argument("--run-dir", help="run directory (default: a new runs/<timestamp>-<host>-<id>/)")
     parser.add_argument("--kernel", help="Jupyter kernel name (default: the notebook's)")
     parser.add_argument("--no-progress", action="store_true", help="hide papermill's cell progress bar")
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--fail-on-verdict", nargs="+", default=[], metavar="VERDICT",
-                        help=f"exit {EXIT_VERDICT} when the runbook's verdict is one of these "
-                        "(for schedulers: e.g. --fail-on-verdict fail incomplete)")
+    parser.add_argument(
+        "--fail-on-verdict",
+        nargs="+",
+        default=[],
+        metavar="VERDICT",
+        help=f"exit {EXIT_VERDICT} when the runbook's verdict is one of these "
+        "(for schedulers: e.g. --fail-on-verdict fail incomplete)",
+    )
     parser.set_defaults(func=_cmd_run)
 
     lister = sub.add_parser("list", help="list the runbooks in procedure order")
@@ -160,6 +179,3 @@ def dump_json(obj: object) -> None:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-

@@ -327,8 +327,15 @@ class EndpointClient:
                 try:
                     raw = b"".join(_capped_chunks(r, deadline, self.max_body_bytes))
                 except _DeadlineExceeded as exc:
-                    return fail(Failure(FailureKind.TIMEOUT, f"reply not complete within the total deadline of "
-                                        f"{total:g} s ({exc.received} bytes received)", status), status)
+                    return fail(
+                        Failure(
+                            FailureKind.TIMEOUT,
+                            f"reply not complete within the total deadline of "
+                            f"{total:g} s ({exc.received} bytes received)",
+                            status,
+                        ),
+                        status,
+                    )
                 except _BodyTooLarge as exc:
                     return fail(Failure(FailureKind.BODY_TOO_LARGE, exc.message(), status), status)
                 encoding = r.encoding or "utf-8"

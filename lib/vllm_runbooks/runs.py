@@ -84,8 +84,13 @@ class RunComparison(Record):
         from .display import html_table
 
         columns = ["runbook", "figure"] + [Path(r.run_dir).name for r in self.runs]
-        marked = [{**row, "figure": ("≠ " if f"{row['runbook']}.{row['figure']}" in self.changed else "")
-                   + str(row["figure"])} for row in self.rows]
+        marked = [
+            {
+                **row,
+                "figure": ("≠ " if f"{row['runbook']}.{row['figure']}" in self.changed else "") + str(row["figure"]),
+            }
+            for row in self.rows
+        ]
         return html_table(marked, columns)
 
     def to_frame(self) -> Any:

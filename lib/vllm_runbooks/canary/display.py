@@ -31,12 +31,22 @@ def latency_figure(report: CanaryReport) -> Any:
             ys.append(value)
             names.append(name)
     if xs:
-        fig.add_scatter(x=xs, y=ys, mode="markers", text=names, name="request timings",
-                        marker={"symbol": "diamond", "size": 9, "color": "#333"},
-                        hovertemplate="%{text}: %{y:.3f} s<extra></extra>")
-    fig.update_layout(title=f"Canary latency per step — verdict {report.verdict}", yaxis_title="seconds",
-                      yaxis_type="log" if any(y > 0 for y in ys) else "linear", height=420,
-                      margin={"l": 60, "r": 20, "t": 60, "b": 140})
+        fig.add_scatter(
+            x=xs,
+            y=ys,
+            mode="markers",
+            text=names,
+            name="request timings",
+            marker={"symbol": "diamond", "size": 9, "color": "#333"},
+            hovertemplate="%{text}: %{y:.3f} s<extra></extra>",
+        )
+    fig.update_layout(
+        title=f"Canary latency per step — verdict {report.verdict}",
+        yaxis_title="seconds",
+        yaxis_type="log" if any(y > 0 for y in ys) else "linear",
+        height=420,
+        margin={"l": 60, "r": 20, "t": 60, "b": 140},
+    )
     return fig
 
 
@@ -59,21 +69,41 @@ def tool_accuracy_figure(report: CanaryReport) -> Any:
         ("request failures", acc.get("request_failures", 0), "#555555"),
         ("unexpected calls", acc.get("unexpected_calls", 0), "#b26a00"),
     ]
-    fig.add_bar(x=[k[0] for k in kinds], y=[k[1] for k in kinds], marker_color=[k[2] for k in kinds],
-                text=[k[1] for k in kinds], showlegend=False, row=1, col=1)
+    fig.add_bar(
+        x=[k[0] for k in kinds],
+        y=[k[1] for k in kinds],
+        marker_color=[k[2] for k in kinds],
+        text=[k[1] for k in kinds],
+        showlegend=False,
+        row=1,
+        col=1,
+    )
     modes = acc.get("by_mode") or {}
-    fig.add_bar(x=list(modes), y=[m.get("valid", 0) for m in modes.values()], name="valid", marker_color="#1b7f3b",
-                row=1, col=2)
-    fig.add_bar(x=list(modes), y=[m.get("calls", 0) - m.get("valid", 0) for m in modes.values()], name="invalid",
-                marker_color="#b00020", row=1, col=2)
-    fig.add_bar(x=list(modes), y=[m.get("requests", 0) - m.get("answered", 0) for m in modes.values()],
-                name="failed requests", marker_color="#555555", row=1, col=2)
+    fig.add_bar(
+        x=list(modes), y=[m.get("valid", 0) for m in modes.values()], name="valid", marker_color="#1b7f3b", row=1, col=2
+    )
+    fig.add_bar(
+        x=list(modes),
+        y=[m.get("calls", 0) - m.get("valid", 0) for m in modes.values()],
+        name="invalid",
+        marker_color="#b00020",
+        row=1,
+        col=2,
+    )
+    fig.add_bar(
+        x=list(modes),
+        y=[m.get("requests", 0) - m.get("answered", 0) for m in modes.values()],
+        name="failed requests",
+        marker_color="#555555",
+        row=1,
+        col=2,
+    )
     rate = acc.get("schema_accuracy")
     rate_txt = f"{rate:.1%}" if rate is not None else "n/a"
     fig.update_layout(
         barmode="stack",
         title=f"Tool-call schema accuracy {rate_txt} ({acc.get('valid_calls', 0)}/{acc.get('calls', 0)} calls; "
-              f"threshold {acc.get('threshold', 0):.0%})",
+        f"threshold {acc.get('threshold', 0):.0%})",
         height=400,
     )
     return fig

@@ -48,8 +48,15 @@ def run_json(argv: list[str], timeout_s: float) -> dict[str, Any]:
     (a stuck NCCL all-reduce) do not outlive the canary.
     """
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                text=True, errors="replace", start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
     except OSError as exc:
         return {"error": f"cannot run {argv[0]}: {exc}"}
     try:
@@ -81,8 +88,13 @@ def nvidia_smi_gpus(timeout_s: float = 20.0) -> dict[str, Any]:
         return {"missing": True, "error": "nvidia-smi not found on PATH"}
     query = "index,name,compute_cap,driver_version,memory.total"
     try:
-        proc = subprocess.run([exe, f"--query-gpu={query}", "--format=csv,noheader,nounits"],
-                              capture_output=True, text=True, timeout=timeout_s, errors="replace")
+        proc = subprocess.run(
+            [exe, f"--query-gpu={query}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            errors="replace",
+        )
     except subprocess.TimeoutExpired:
         return {"error": f"nvidia-smi did not answer within {timeout_s:g} s"}
     except OSError as exc:
@@ -93,8 +105,15 @@ def nvidia_smi_gpus(timeout_s: float = 20.0) -> dict[str, Any]:
     for line in proc.stdout.strip().splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) >= 5:
-            gpus.append({"index": int(parts[0]) if parts[0].isdigit() else parts[0], "name": parts[1],
-                         "compute_capability": parts[2], "driver_version": parts[3], "memory_total_mib": parts[4]})
+            gpus.append(
+                {
+                    "index": int(parts[0]) if parts[0].isdigit() else parts[0],
+                    "name": parts[1],
+                    "compute_capability": parts[2],
+                    "driver_version": parts[3],
+                    "memory_total_mib": parts[4],
+                }
+            )
     return {"gpus": gpus, "driver": gpus[0]["driver_version"] if gpus else None}
 
 
@@ -121,8 +140,7 @@ def load_evidence_json(path: str | Path) -> dict[str, Any]:
 
 def evidence_item(data: dict[str, Any], name: str) -> dict[str, Any]:
     item = (data.get("items") or {}).get(name) or {}
-    return {"status": item.get("status", "unavailable"), "reason": item.get("reason"),
-            "value": item.get("value") or {}}
+    return {"status": item.get("status", "unavailable"), "reason": item.get("reason"), "value": item.get("value") or {}}
 
 
 def describe_gpus(gpus: list[dict[str, Any]]) -> str:

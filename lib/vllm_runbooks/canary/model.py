@@ -143,8 +143,10 @@ class CanaryReport(Record):
 
     def counts(self) -> dict[str, int]:
         """passed / failed / skipped (not "pass": a key named so reads as a secret to the redactor)."""
-        return {f"{s.value}ed" if s != Status.SKIP else "skipped": sum(1 for r in self.steps if r.status == s)
-                for s in Status}
+        return {
+            f"{s.value}ed" if s != Status.SKIP else "skipped": sum(1 for r in self.steps if r.status == s)
+            for s in Status
+        }
 
     def tool_accuracy(self) -> dict[str, Any] | None:
         tools = self.step("tool_calling")
@@ -197,8 +199,10 @@ class CanaryReport(Record):
     def _repr_html_(self) -> str:
         tone = {"pass": "good", "fail": "bad"}.get(self.verdict, "warn")
         c = self.counts()
-        detail = (f"{c['passed']} passed, {c['failed']} failed, {c['skipped']} skipped — "
-                  f"{self.endpoint} ({self.model or '?'})")
+        detail = (
+            f"{c['passed']} passed, {c['failed']} failed, {c['skipped']} skipped — "
+            f"{self.endpoint} ({self.model or '?'})"
+        )
         return banner(f"Canary verdict: {self.verdict}", detail, tone) + Checklist(self)._repr_html_()
 
 

@@ -196,8 +196,9 @@ if __name__ == "__main__":
 """
 
 
-def allreduce_check(backend: str, world: int, timeout_s: float, numel: int = 16 * 1024 * 1024,
-                    python: str | None = None) -> dict[str, Any]:
+def allreduce_check(
+    backend: str, world: int, timeout_s: float, numel: int = 16 * 1024 * 1024, python: str | None = None
+) -> dict[str, Any]:
     """One all-reduce across ``world`` local ranks; a hang past ``timeout_s`` is an error, not a block.
 
     The script is written to a temporary file: spawned ranks re-import ``__main__`` by path.

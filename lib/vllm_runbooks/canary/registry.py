@@ -192,8 +192,10 @@ def run_step(
     if worker.is_alive() or "out" not in box:
         ctx.cancel.set()
         client.abort()
-        out = failed(f"step did not finish within step_timeout_s={config.step_timeout_s:g} s; abandoned "
-                     f"(cancelled: its requests stopped)")
+        out = failed(
+            f"step did not finish within step_timeout_s={config.step_timeout_s:g} s; abandoned "
+            f"(cancelled: its requests stopped)"
+        )
     else:
         out = box["out"]
         client.close()

@@ -31,8 +31,15 @@ def _stamp(m: re.Match[str], year: int) -> _dt.datetime:
 
 def parse_server_log(path: str | Path, max_lines: int = 20) -> dict[str, Any]:
     """``{"startup_s", "ready", "load_lines", "weights_load_s", "engine_init_s", "error"}``; never raises."""
-    out: dict[str, Any] = {"path": str(path), "startup_s": None, "ready": False, "load_lines": [],
-                           "weights_load_s": None, "engine_init_s": None, "error": None}
+    out: dict[str, Any] = {
+        "path": str(path),
+        "startup_s": None,
+        "ready": False,
+        "load_lines": [],
+        "weights_load_s": None,
+        "engine_init_s": None,
+        "error": None,
+    }
     try:
         with open(path, "rb") as fh:
             text = fh.read(MAX_BYTES).decode("utf-8", errors="replace")

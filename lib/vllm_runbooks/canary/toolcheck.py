@@ -198,8 +198,16 @@ class ToolAccuracy(Record):
         out["call_rate"] = self.call_rate
         return out
 
-    def add_forced(self, index: int, mode: str, stream: bool, result: ChatResult, suite: ToolSuite,
-                   expected: str | None, failure_text: str | None) -> None:
+    def add_forced(
+        self,
+        index: int,
+        mode: str,
+        stream: bool,
+        result: ChatResult,
+        suite: ToolSuite,
+        expected: str | None,
+        failure_text: str | None,
+    ) -> None:
         """Fold one forced request's result into the tallies."""
         self.requests += 1
         key = f"{mode}/{'stream' if stream else 'plain'}"
@@ -218,8 +226,10 @@ class ToolAccuracy(Record):
             self.finish_reason_mismatch += 1
         if not result.tool_calls:
             self.missed_calls += 1
-            self._example(f"request {index} ({key}): no tool call; finish_reason={reason}; "
-                          f"content={excerpt(result.content, 120)!r}")
+            self._example(
+                f"request {index} ({key}): no tool call; finish_reason={reason}; "
+                f"content={excerpt(result.content, 120)!r}"
+            )
             return
         for call in result.tool_calls:
             check = check_call(call, suite, request=index, mode=mode, stream=stream, expected=expected)
@@ -230,8 +240,12 @@ class ToolAccuracy(Record):
                 self.valid_calls += 1
                 slot["valid"] += 1
                 continue
-            counter = {"unknown_tool": "unknown_tool_names", "invalid_json": "invalid_json",
-                       "schema": "schema_errors", "wrong_name": "wrong_name"}[check.problem or "schema"]
+            counter = {
+                "unknown_tool": "unknown_tool_names",
+                "invalid_json": "invalid_json",
+                "schema": "schema_errors",
+                "wrong_name": "wrong_name",
+            }[check.problem or "schema"]
             setattr(self, counter, getattr(self, counter) + 1)
             self._example(f"request {index} ({key}) {check.problem}: {check.detail}; arguments={check.arguments}")
 

@@ -131,4 +131,3 @@ def compat_chart(
         margin={"l": 90, "r": 20, "t": 60, "b": 50},
     )
     return fig
-

@@ -974,7 +974,7 @@ def decide(
                     "end_of_life_branch",
                     "warning",
                     f"Driver branch R{binfo.branch} is end of life "
-                              f"({binfo.eol_date or binfo.eol}) as of {today.isoformat()}: "
+                    f"({binfo.eol_date or binfo.eol}) as of {today.isoformat()}: "
                     "no further fixes; plan to leave it.",
                     [_fact("driver_branches", f"R{binfo.branch} EOL {binfo.eol}", binfo.source, binfo.status)],
                 )

@@ -53,10 +53,16 @@ class CheckInputs(Record):
         detail = self.problem or f"model {self.model}; metrics {'ok' if self.metrics_ok else self.metrics_problem}"
         ll = self.launch_log
         rows = [
-            {"input": "launch command", "from": ll.launch_origin or "—",
-             "value": redact_text(ll.launch_command or "")[:300]},
-            {"input": "startup log", "from": ll.log_origin or "—",
-             "value": f"{len(ll.log_text)} chars" if ll.log_text else None},
+            {
+                "input": "launch command",
+                "from": ll.launch_origin or "—",
+                "value": redact_text(ll.launch_command or "")[:300],
+            },
+            {
+                "input": "startup log",
+                "from": ll.log_origin or "—",
+                "value": f"{len(ll.log_text)} chars" if ll.log_text else None,
+            },
             {"input": "cache_config_info", "from": "/metrics", "value": f"{len(self.cache_config)} labels"},
             {"input": "engines", "from": "/metrics", "value": ", ".join(self.engines) or None},
         ]
@@ -84,8 +90,9 @@ class PrefixCacheCheck:
         client: EndpointClient | None = None,
     ) -> None:
         self.endpoint = endpoint
-        self.client = client or EndpointClient(endpoint, api_key_env=api_key_env, model=model,
-                                               timeout_s=request_timeout_s)
+        self.client = client or EndpointClient(
+            endpoint, api_key_env=api_key_env, model=model, timeout_s=request_timeout_s
+        )
         self.launch_command, self.log_path, self.evidence_dir = launch_command, log_path, evidence_dir
         self.profile, self.model_default_on = profile, model_default_on
         self.max_requests, self.max_seconds = max_requests, max_seconds
@@ -167,11 +174,22 @@ class PrefixCacheCheck:
             self.experiment_result = ExperimentResult(requested=requests, notes=[f"skipped: {inp.problem}"])
             return self.experiment_result
         gran = self._granularity()
-        self.spec = build_spec(self.client, shared_prompt_tokens, min(requests, self.max_requests), tools=tools,
-                               image_url=image_url, max_tokens=max_tokens)
+        self.spec = build_spec(
+            self.client,
+            shared_prompt_tokens,
+            min(requests, self.max_requests),
+            tools=tools,
+            image_url=image_url,
+            max_tokens=max_tokens,
+        )
         self.experiment_result = run_experiment(
-            self.client, self.spec, requests=requests, granularity=gran, max_requests=self.max_requests,
-            max_seconds=self.max_seconds, request_timeout_s=self.request_timeout_s,
+            self.client,
+            self.spec,
+            requests=requests,
+            granularity=gran,
+            max_requests=self.max_requests,
+            max_seconds=self.max_seconds,
+            request_timeout_s=self.request_timeout_s,
         )
         method = "tokenize" if self.experiment_result.shared_tokens is not None else "unknown"
         self.fit_result = prefix_fit(self.experiment_result.shared_tokens, gran, method)
@@ -208,15 +226,20 @@ class PrefixCacheCheck:
             return self.retention_result
         spec = self.spec or build_spec(self.client, 512, 3, tools=[])
         self.retention_result = run_retention(
-            self.client, spec, self._granularity(), max_requests=self.max_requests, max_seconds=self.max_seconds,
+            self.client,
+            spec,
+            self._granularity(),
+            max_requests=self.max_requests,
+            max_seconds=self.max_seconds,
             request_timeout_s=self.request_timeout_s,
         )
         return self.retention_result
 
     def verdict(self) -> Verdict:
         inp = self._inputs()
-        retention = self.retention_result if self.retention_result and self.retention_result.status != "skipped" \
-            else None
+        retention = (
+            self.retention_result if self.retention_result and self.retention_result.status != "skipped" else None
+        )
         self.verdict_result = decide(
             self.enablement_result or self.enablement(),
             self._granularity(),
@@ -265,8 +288,10 @@ class PrefixCacheCheck:
         if self.granularity_result:
             out["granularity"] = self.granularity_result.to_dict()
         if exp:
-            out["ttft_by_request"] = {"request": [o.index + 1 for o in exp.observations],
-                                      "ttft_s": [o.ttft_s for o in exp.observations]}
+            out["ttft_by_request"] = {
+                "request": [o.index + 1 for o in exp.observations],
+                "ttft_s": [o.ttft_s for o in exp.observations],
+            }
             out["cached_tokens_per_request"] = {
                 "request": [o.index + 1 for o in exp.observations],
                 "prompt_tokens": [o.prompt_tokens for o in exp.observations],

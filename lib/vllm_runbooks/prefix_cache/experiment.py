@@ -247,8 +247,12 @@ class CounterDeltas(Record):
             {"counter": "prompt_tokens", "delta": self.prompt_tokens},
         ]
         rows += [{"counter": f"prompt_tokens_by_source {k}", "delta": v} for k, v in sorted(self.by_source.items())]
-        rows.append({"counter": "kv_cache_usage_perc before → after", "delta": f"{self.kv_usage_before} → "
-                     f"{self.kv_usage_after}"})
+        rows.append(
+            {
+                "counter": "kv_cache_usage_perc before → after",
+                "delta": f"{self.kv_usage_before} → {self.kv_usage_after}",
+            }
+        )
         return rows
 
 
@@ -359,8 +363,10 @@ class ExperimentResult(Record):
         if not d.ok or d.queries is None or d.hits is None or not self.cached_reported:
             return None
         # Engine-wide counters: other traffic can only add, never remove.
-        return d.hits >= self.sum_cached() and d.queries >= self.sum_prompt_tokens() and (
-            d.hits - self.sum_cached() <= 0.05 * max(1.0, d.queries)
+        return (
+            d.hits >= self.sum_cached()
+            and d.queries >= self.sum_prompt_tokens()
+            and (d.hits - self.sum_cached() <= 0.05 * max(1.0, d.queries))
         )
 
     def key_figures(self) -> dict[str, Any]:
@@ -511,4 +517,3 @@ def _observe(i: int, res: ChatResult) -> RequestObservation:
     if not res.ok and res.failure is not None:
         obs.error = f"{res.failure.kind}: {res.failure.error_message or res.failure.message}"[:300]
     return obs
-

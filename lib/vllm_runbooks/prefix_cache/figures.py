@@ -24,8 +24,9 @@ def ttft_figure(exp: ExperimentResult) -> Any:
             text=["first (cold)" if o.index == 0 else "" for o in obs],
         )
     )
-    fig.update_layout(title="Time to first token by request (first = cold)", xaxis_title="request",
-                      yaxis_title="TTFT (s)", height=320)
+    fig.update_layout(
+        title="Time to first token by request (first = cold)", xaxis_title="request", yaxis_title="TTFT (s)", height=320
+    )
     return fig
 
 
@@ -39,10 +40,16 @@ def cached_figure(exp: ExperimentResult) -> Any:
     fig.add_bar(x=xs, y=[o.prompt_tokens for o in obs], name="prompt tokens", marker_color="#c7d7e8")
     fig.add_bar(x=xs, y=[o.cached_tokens for o in obs], name="cached tokens", marker_color=LATER_COLOUR)
     if exp.expected_cached is not None:
-        fig.add_scatter(x=xs, y=[o.expected_cached for o in obs], name="expected (full shared blocks)",
-                        mode="lines+markers", line={"color": EXPECTED_COLOUR, "dash": "dash"})
-    fig.update_layout(title="Cached tokens per request", barmode="overlay", xaxis_title="request",
-                      yaxis_title="tokens", height=340)
+        fig.add_scatter(
+            x=xs,
+            y=[o.expected_cached for o in obs],
+            name="expected (full shared blocks)",
+            mode="lines+markers",
+            line={"color": EXPECTED_COLOUR, "dash": "dash"},
+        )
+    fig.update_layout(
+        title="Cached tokens per request", barmode="overlay", xaxis_title="request", yaxis_title="tokens", height=340
+    )
     return fig
 
 
@@ -77,7 +84,9 @@ def shared_prefix_figure(report: MismatchReport) -> Any:
         k += 1
     fig.update_layout(
         title=f"Shared prefix per request ({report.method}); lines = {step}-token hit units",
-        xaxis_title="shared prefix (tokens)", yaxis_title="requests", height=340,
+        xaxis_title="shared prefix (tokens)",
+        yaxis_title="requests",
+        height=340,
     )
     return fig
 

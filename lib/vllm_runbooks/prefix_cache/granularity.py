@@ -69,13 +69,17 @@ class HitGranularity(Record):
     def _repr_html_(self) -> str:
         if self.assumed:
             title = "Smallest possible hit: unknown"
-            detail = (f"{MISSING_CONFIG}. {DEFAULT_BLOCK_SIZE} (vLLM's GPU default) is used only as a placeholder; "
-                      "CPU servers use 128 and hybrid models larger units, so no verdict rests on it.")
+            detail = (
+                f"{MISSING_CONFIG}. {DEFAULT_BLOCK_SIZE} (vLLM's GPU default) is used only as a placeholder; "
+                "CPU servers use 128 and hybrid models larger units, so no verdict rests on it."
+            )
         else:
             title = f"Smallest possible hit: {self.unit_tokens} tokens"
             detail = f"a shared prefix must reach {self.unit_tokens} tokens before anything is cached"
-        rows = [{"label": k + (" (placeholder)" if self.assumed and k == "block_size" else ""), "tokens": v}
-                for k, v in self.units.items()]
+        rows = [
+            {"label": k + (" (placeholder)" if self.assumed and k == "block_size" else ""), "tokens": v}
+            for k, v in self.units.items()
+        ]
         rows.append({"label": "KV capacity (tokens)", "tokens": self.capacity_tokens, "from": self.capacity_from})
         return banner(title, detail, "unknown") + html_table(rows)
 
@@ -130,8 +134,11 @@ class PrefixFit(Record):
 
     def _repr_html_(self) -> str:
         if self.fits is None:
-            title = "Shared prefix: unknown" if self.shared_tokens is None else (
-                f"Shared prefix {self.shared_tokens} tokens; fit unknown")
+            title = (
+                "Shared prefix: unknown"
+                if self.shared_tokens is None
+                else (f"Shared prefix {self.shared_tokens} tokens; fit unknown")
+            )
             return banner(title, self.note, "unknown")
         tone = "good" if self.fits else "bad"
         title = f"Shared prefix {self.shared_tokens} tokens → {self.cacheable_tokens} cacheable"
@@ -143,8 +150,14 @@ def prefix_fit(shared_tokens: int | None, granularity: HitGranularity, method: s
     if shared_tokens is None:
         return PrefixFit(None, granularity.unit_tokens, method="unknown", note="shared prefix could not be measured")
     if granularity.assumed:
-        return PrefixFit(shared_tokens, granularity.unit_tokens, None, None, method,
-                         f"{MISSING_CONFIG}: whether {shared_tokens} tokens reach one block cannot be told")
+        return PrefixFit(
+            shared_tokens,
+            granularity.unit_tokens,
+            None,
+            None,
+            method,
+            f"{MISSING_CONFIG}: whether {shared_tokens} tokens reach one block cannot be told",
+        )
     cacheable = granularity.cacheable(shared_tokens)
     note = "" if cacheable else f"below one unit of {granularity.unit_tokens} tokens: never a hit"
     return PrefixFit(shared_tokens, granularity.unit_tokens, cacheable, cacheable > 0, method, note)

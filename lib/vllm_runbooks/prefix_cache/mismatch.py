@@ -53,11 +53,23 @@ FIRST = "first_request"
 COMPONENTS = (MODEL, SALT, TEMPLATE, SYSTEM, TOOLS, HISTORY, IMAGE, TAIL, IDENTICAL)
 NOT_A_MISMATCH = {TAIL, IDENTICAL, FIRST}
 
-TEMPLATE_KEYS = ("chat_template", "chat_template_kwargs", "add_generation_prompt", "continue_final_message",
-                 "documents", "add_special_tokens")
+TEMPLATE_KEYS = (
+    "chat_template",
+    "chat_template_kwargs",
+    "add_generation_prompt",
+    "continue_final_message",
+    "documents",
+    "add_special_tokens",
+)
 #: request fields passed to /tokenize so its rendering matches what the server served.
-TOKENIZE_KEYS = ("tools", "chat_template", "chat_template_kwargs", "add_generation_prompt",
-                 "continue_final_message", "add_special_tokens")
+TOKENIZE_KEYS = (
+    "tools",
+    "chat_template",
+    "chat_template_kwargs",
+    "add_generation_prompt",
+    "continue_final_message",
+    "add_special_tokens",
+)
 MAX_COMPARE_BACK = 64  # earlier requests compared with each request (bounds the work to O(n·64))
 CHARS_PER_TOKEN = 4.0  # canonical-rendering estimate when /tokenize is unavailable
 
@@ -169,11 +181,16 @@ class FirstDifference(Record):
 def first_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> FirstDifference:
     """Name the first differing component of ``b`` against the earlier request ``a``."""
     if a.get("model") != b.get("model"):
-        return FirstDifference(MODEL, "model (or LoRA adapter) name differs", _short(a.get("model")),
-                               _short(b.get("model")))
+        return FirstDifference(
+            MODEL, "model (or LoRA adapter) name differs", _short(a.get("model")), _short(b.get("model"))
+        )
     if a.get("cache_salt") != b.get("cache_salt"):
-        return FirstDifference(SALT, "cache_salt differs: salted requests share no block", _short(a.get("cache_salt")),
-                               _short(b.get("cache_salt")))
+        return FirstDifference(
+            SALT,
+            "cache_salt differs: salted requests share no block",
+            _short(a.get("cache_salt")),
+            _short(b.get("cache_salt")),
+        )
     for key in TEMPLATE_KEYS:
         if a.get(key) != b.get(key):
             return FirstDifference(TEMPLATE, f"{key} differs", _short(a.get(key)), _short(b.get(key)))
@@ -200,8 +217,9 @@ def first_difference(a: Mapping[str, Any], b: Mapping[str, Any]) -> FirstDiffere
     return FirstDifference(IDENTICAL, "requests render the same")
 
 
-def _message_diff(ma: Mapping[str, Any] | None, mb: Mapping[str, Any] | None, comp: str, where: str
-                  ) -> FirstDifference | None:
+def _message_diff(
+    ma: Mapping[str, Any] | None, mb: Mapping[str, Any] | None, comp: str, where: str
+) -> FirstDifference | None:
     if ma is None or mb is None:
         return FirstDifference(comp, f"{where} present in only one request")
     if ma.get("role") != mb.get("role"):
@@ -216,14 +234,20 @@ def _message_diff(ma: Mapping[str, Any] | None, mb: Mapping[str, Any] | None, co
             imgs_a = [v for k, v in pa if k == "image"]
             imgs_b = [v for k, v in pb if k == "image"]
             what = "position" if sorted(imgs_a) == sorted(imgs_b) else "content"
-            return FirstDifference(IMAGE, f"{where}: image {what} differs (part {j})",
-                                   xa[1] if xa else "", xb[1] if xb else "")
+            return FirstDifference(
+                IMAGE, f"{where}: image {what} differs (part {j})", xa[1] if xa else "", xb[1] if xb else ""
+            )
         ta, tb = (xa[1] if xa else ""), (xb[1] if xb else "")
         snip_a, snip_b, hidden = redacted_snippets(ta, tb)
         # The kind is read from the raw run (a label only, no text kept): "session_id=…" is redacted
         # as a secret, yet is exactly the per-request id this analysis should name.
-        return FirstDifference(comp, f"{where}: text differs at character {_common_chars(ta, tb)}{hidden}",
-                               snip_a, snip_b, volatile_kind(*text_snippets(ta, tb)))
+        return FirstDifference(
+            comp,
+            f"{where}: text differs at character {_common_chars(ta, tb)}{hidden}",
+            snip_a,
+            snip_b,
+            volatile_kind(*text_snippets(ta, tb)),
+        )
     for key in ("name", "tool_calls", "tool_call_id"):
         if ma.get(key) != mb.get(key):
             return FirstDifference(comp, f"{where}: {key} differs", _short(ma.get(key)), _short(mb.get(key)))
@@ -237,8 +261,12 @@ def _tools_diff(ta: Sequence[Any], tb: Sequence[Any]) -> FirstDifference | None:
     by_a = {_tool_name(t): json.dumps(t, sort_keys=True) for t in ta}
     by_b = {_tool_name(t): json.dumps(t, sort_keys=True) for t in tb}
     if names_a != names_b and by_a == by_b:
-        return FirstDifference(TOOLS, "tool definitions are the same but in another order",
-                               _short(", ".join(names_a)), _short(", ".join(names_b)))
+        return FirstDifference(
+            TOOLS,
+            "tool definitions are the same but in another order",
+            _short(", ".join(names_a)),
+            _short(", ".join(names_b)),
+        )
     if set(names_a) != set(names_b):
         return FirstDifference(TOOLS, "different tool sets", _short(", ".join(names_a)), _short(", ".join(names_b)))
     for i, (x, y) in enumerate(zip(ta, tb, strict=False)):
@@ -249,8 +277,9 @@ def _tools_diff(ta: Sequence[Any], tb: Sequence[Any]) -> FirstDifference | None:
             else:
                 detail = f"tool {_tool_name(x)}: definition content differs"
             a, b, hidden = redacted_snippets(sx, sy)
-            return FirstDifference(TOOLS, (detail if names_a[: i + 1] == names_b[: i + 1] else "tool order differs")
-                                   + hidden, a, b)
+            return FirstDifference(
+                TOOLS, (detail if names_a[: i + 1] == names_b[: i + 1] else "tool order differs") + hidden, a, b
+            )
     return FirstDifference(TOOLS, "tool definitions differ", _short(", ".join(names_a)), _short(", ".join(names_b)))
 
 
@@ -272,7 +301,7 @@ def text_snippets(a: str, b: str, context: int = 40) -> tuple[str, str]:
 
     def show(s: str, j: int) -> str:
         pre = ("…" if start else "") + s[start:i]
-        return f"{pre}⟦{s[i:j]}⟧{s[j:j + context]}" + ("…" if j + context < len(s) else "")
+        return f"{pre}⟦{s[i:j]}⟧{s[j : j + context]}" + ("…" if j + context < len(s) else "")
 
     return show(a, ja), show(b, jb)
 
@@ -325,13 +354,15 @@ def canonical_rendering(body: Mapping[str, Any]) -> str:
             out.append(f"<{key}:{json.dumps(body[key], sort_keys=True)}>")
     sys_msgs, rest = _split(body)
     for m in sys_msgs:
-        out.append(f"<|{m.get('role')}|>" + "".join(v if k == "text" else f"<{k}:{v}>" for k, v in
-                                                    _parts(m.get("content"))))
+        out.append(
+            f"<|{m.get('role')}|>" + "".join(v if k == "text" else f"<{k}:{v}>" for k, v in _parts(m.get("content")))
+        )
     for t in body.get("tools") or []:
         out.append("<tool>" + json.dumps(t))
     for m in rest:
-        out.append(f"<|{m.get('role')}|>" + "".join(v if k == "text" else f"<{k}:{v}>" for k, v in
-                                                    _parts(m.get("content"))))
+        out.append(
+            f"<|{m.get('role')}|>" + "".join(v if k == "text" else f"<{k}:{v}>" for k, v in _parts(m.get("content")))
+        )
         if m.get("tool_calls"):
             out.append(json.dumps(m["tool_calls"]))
     return "\n".join(out)
@@ -421,20 +452,32 @@ class MismatchReport(Record):
             tone = "bad"
         else:
             title, tone = "Requests share their prefix up to the tail", "good"
-        unit = (f"block size not reported, {self.unit_tokens} only a placeholder" if self.unit_assumed
-                else f"unit {self.unit_tokens}")
-        detail = (f"{self.n_requests} requests, {self.method}; median shared prefix {self.median_shared()} tokens "
-                  f"({unit})")
+        unit = (
+            f"block size not reported, {self.unit_tokens} only a placeholder"
+            if self.unit_assumed
+            else f"unit {self.unit_tokens}"
+        )
+        detail = (
+            f"{self.n_requests} requests, {self.method}; median shared prefix {self.median_shared()} tokens ({unit})"
+        )
         ex = ""
         if self.example:
             e = self.example
-            ex = (f"<p><b>First difference:</b> {esc(e.component)} — {esc(e.detail)}"
-                  + (f" <b>(looks like a {esc(e.looks_like)})</b>" if e.looks_like else "")
-                  + f"</p><pre>earlier: {esc(e.snippet_a)}\nlater:   {esc(e.snippet_b)}</pre>")
+            ex = (
+                f"<p><b>First difference:</b> {esc(e.component)} — {esc(e.detail)}"
+                + (f" <b>(looks like a {esc(e.looks_like)})</b>" if e.looks_like else "")
+                + f"</p><pre>earlier: {esc(e.snippet_a)}\nlater:   {esc(e.snippet_b)}</pre>"
+            )
         rows = [
-            {"request": c.index, "vs": c.compared_with, "shared_tokens": c.shared_tokens,
-             "cacheable": c.cacheable_tokens, "prompt_tokens": c.prompt_tokens,
-             "first_difference": c.first_difference.component, "detail": c.first_difference.detail}
+            {
+                "request": c.index,
+                "vs": c.compared_with,
+                "shared_tokens": c.shared_tokens,
+                "cacheable": c.cacheable_tokens,
+                "prompt_tokens": c.prompt_tokens,
+                "first_difference": c.first_difference.component,
+                "detail": c.first_difference.detail,
+            }
             for c in self.comparisons
         ]
         notes = "".join(f"<li>{esc(n)}</li>" for n in self.notes)
@@ -466,8 +509,9 @@ def analyse_requests(
         for i, b in enumerate(bodies):
             ids, why = tokenize_request(client, b)
             if ids is None:
-                report.notes.append(redact_text(f"/tokenize failed for request {i} ({why}); using the canonical "
-                                                "rendering"))
+                report.notes.append(
+                    redact_text(f"/tokenize failed for request {i} ({why}); using the canonical rendering")
+                )
                 break
             toks.append(ids)
         else:
@@ -519,8 +563,14 @@ def analyse_jsonl(
     max_requests: int = 200,
 ) -> MismatchReport:
     bodies, notes = load_requests(path, limit=max_requests)
-    report = analyse_requests(bodies, client=client, unit_tokens=unit_tokens, unit_assumed=unit_assumed,
-                              max_requests=max_requests, notes=notes)
+    report = analyse_requests(
+        bodies,
+        client=client,
+        unit_tokens=unit_tokens,
+        unit_assumed=unit_assumed,
+        max_requests=max_requests,
+        notes=notes,
+    )
     if not bodies:
         report.ok, report.reason = False, redact_text("; ".join(notes) or f"no chat requests in {path}")
     return report

@@ -127,15 +127,25 @@ def run_retention(
         return _finish(out, "unavailable", f"warm re-send {err}", start, before, client, why)
     if warm_cached is None:
         return _finish(
-            out, "unavailable", "cached_tokens not reported (--enable-prompt-tokens-details)", start, before, client,
+            out,
+            "unavailable",
+            "cached_tokens not reported (--enable-prompt-tokens-details)",
+            start,
+            before,
+            client,
             why,
         )
     shared = prompt_tokens or 0
     out.expected_cached = warm_cached
     if warm_cached < granularity.unit_tokens:
         return _finish(
-            out, "not_warm", f"the prefix does not hit even right after warming ({warm_cached} cached)", start,
-            before, client, why,
+            out,
+            "not_warm",
+            f"the prefix does not hit even right after warming ({warm_cached} cached)",
+            start,
+            before,
+            client,
+            why,
         )
 
     ratio, _ = tokens_per_word(client)
@@ -147,8 +157,13 @@ def run_retention(
         if err:
             if err == "max_seconds":
                 return _finish(
-                    out, "bounded", f"max_seconds reached after {i} fillers ({out.filler_tokens} tokens)", start,
-                    before, client, why,
+                    out,
+                    "bounded",
+                    f"max_seconds reached after {i} fillers ({out.filler_tokens} tokens)",
+                    start,
+                    before,
+                    client,
+                    why,
                 )
             out.notes.append(f"filler {i}: {err}")
             continue
@@ -161,16 +176,22 @@ def run_retention(
         return _finish(out, "unavailable", f"final re-send {err}", start, before, client, why)
     if (after_cached or 0) >= warm_cached:
         out.estimated_fit_tokens = None
-        status, reason = "retained", (
-            f"the prefix still hit ({after_cached} cached) after {out.filler_tokens} filler tokens "
-            f"(capacity {capacity})"
+        status, reason = (
+            "retained",
+            (
+                f"the prefix still hit ({after_cached} cached) after {out.filler_tokens} filler tokens "
+                f"(capacity {capacity})"
+            ),
         )
     else:
         # What fits before eviction: the pool minus the prefix's own blocks, bounded by what was sent.
         out.estimated_fit_tokens = min(out.filler_tokens, max(0, capacity - shared))
-        status, reason = "evicted", (
-            f"the prefix hit {warm_cached} tokens when warm but {after_cached} after {out.filler_tokens} filler "
-            f"tokens; about {out.estimated_fit_tokens} other tokens fit before it is evicted (capacity {capacity})"
+        status, reason = (
+            "evicted",
+            (
+                f"the prefix hit {warm_cached} tokens when warm but {after_cached} after {out.filler_tokens} filler "
+                f"tokens; about {out.estimated_fit_tokens} other tokens fit before it is evicted (capacity {capacity})"
+            ),
         )
     return _finish(out, status, reason, start, before, client, why)
 

@@ -35,9 +35,9 @@ MISMATCH_SHARE = 0.25
 
 NEXT_STEP_MISMATCH = {
     SYSTEM: "Move the variable part of the system prompt ({what}) to the end of the request, e.g. into the last "
-            "user message, so the system prompt is byte-identical across requests.",
+    "user message, so the system prompt is byte-identical across requests.",
     TOOLS: "Fix tool ordering and serialisation: send the same tool definitions in a fixed order (sorted by name) "
-           "with identical content on every request.",
+    "with identical content on every request.",
     HISTORY: "Keep earlier turns byte-identical: do not rewrite, re-summarise or truncate history mid-session.",
     IMAGE: "Keep images at the same position and with the same bytes (same URL or data) across requests.",
     TEMPLATE: "Send the same chat_template and chat_template_kwargs for every request of a workload.",
@@ -92,8 +92,10 @@ def decide(
         figures["block_size"] = granularity.block_size
         figures["block_size_assumed"] = granularity.assumed
         if granularity.assumed:
-            evidence.append(f"smallest possible hit: unknown — {MISSING_CONFIG} ({DEFAULT_BLOCK_SIZE} is only a "
-                            "placeholder; CPU servers use 128, hybrid models larger units)")
+            evidence.append(
+                f"smallest possible hit: unknown — {MISSING_CONFIG} ({DEFAULT_BLOCK_SIZE} is only a "
+                "placeholder; CPU servers use 128, hybrid models larger units)"
+            )
         else:
             evidence.append(f"smallest possible hit: {unit} tokens (units {granularity.units})")
     if endpoint_problem:
@@ -151,7 +153,7 @@ def decide(
             DISABLED,
             f"prefix caching is off ({enablement.effective_from})",
             "Add --enable-prefix-caching to the launch command and restart (hybrid models such as Kimi K3 need it "
-            "explicitly); then cache_config_info should show enable_prefix_caching=\"True\".",
+            'explicitly); then cache_config_info should show enable_prefix_caching="True".',
         )
     if (
         exp_ok
@@ -266,8 +268,11 @@ def decide(
                 "shared_prompt_tokens well above any block size (e.g. 4096); if that still never hits, run the "
                 "retention check and check for several data-parallel engines.",
             )
-        length = ("the shared prefix length was not measured (no /tokenize)" if experiment.shared_tokens is None
-                  else f"the {experiment.shared_tokens}-token shared prefix spans at least one {unit}-token unit")
+        length = (
+            "the shared prefix length was not measured (no /tokenize)"
+            if experiment.shared_tokens is None
+            else f"the {experiment.shared_tokens}-token shared prefix spans at least one {unit}-token unit"
+        )
         return out(
             INCONCLUSIVE,
             f"caching is on and {length}, yet no request hit",

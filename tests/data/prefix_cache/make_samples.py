@@ -1,6 +1,6 @@
 """Regenerate the CONSTRUCTED sample request files in this folder (deterministic).
 
-    .venv/bin/python tests/data/prefix_cache/make_samples.py
+.venv/bin/python tests/data/prefix_cache/make_samples.py
 """
 
 from __future__ import annotations
@@ -103,13 +103,20 @@ def main() -> None:
     # The healthy case: only the last user message varies.
     write("clean.jsonl", [body(INSTRUCTIONS, q, TOOLS) for q in QUESTIONS])
     # Batch-API lines with a request id in the system prompt (a uuid).
-    ids = ["3f2b9c1e-8a4d-4c1b-9f7e-1d2c3b4a5f60", "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
-           "0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e"]
+    ids = [
+        "3f2b9c1e-8a4d-4c1b-9f7e-1d2c3b4a5f60",
+        "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
+        "0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e",
+    ]
     write(
         "request_id_batch.jsonl",
         [
-            {"custom_id": f"r{i}", "method": "POST", "url": "/v1/chat/completions",
-             "body": body(f"{INSTRUCTIONS} Request id: {rid}.", QUESTIONS[i], TOOLS)}
+            {
+                "custom_id": f"r{i}",
+                "method": "POST",
+                "url": "/v1/chat/completions",
+                "body": body(f"{INSTRUCTIONS} Request id: {rid}.", QUESTIONS[i], TOOLS),
+            }
             for i, rid in enumerate(ids)
         ],
     )

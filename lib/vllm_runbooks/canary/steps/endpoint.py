@@ -106,8 +106,11 @@ def short_text(ctx: StepContext) -> Outcome:
             problems.append(f"{label}: {describe_failure(r.failure)}")
         elif not r.content and not (r.usage and r.usage.completion_tokens):
             problems.append(f"{label}: answered with no tokens (finish_reason={r.finish_reason})")
-    details = {"completion_tokens": {k: (r.usage.completion_tokens if r.usage else None)
-                                     for k, r in (("plain", plain), ("stream", stream))}}
+    details = {
+        "completion_tokens": {
+            k: (r.usage.completion_tokens if r.usage else None) for k, r in (("plain", plain), ("stream", stream))
+        }
+    }
     if problems:
         return failed("; ".join(problems), evidence, **details)
     tokens = plain.usage.completion_tokens if plain.usage else None
@@ -123,13 +126,15 @@ def short_text(ctx: StepContext) -> Outcome:
 def image_input(ctx: StepContext) -> Outcome:
     """A generated PNG as a data URL; a text-only model's refusal is a skip with vLLM's message."""
     png = make_png()
-    messages = [{
-        "role": "user",
-        "content": [
-            {"type": "text", "text": "What colour is the square in this image? One word."},
-            {"type": "image_url", "image_url": {"url": png_data_url(png)}},
-        ],
-    }]
+    messages = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What colour is the square in this image? One word."},
+                {"type": "image_url", "image_url": {"url": png_data_url(png)}},
+            ],
+        }
+    ]
     r = ctx.client.chat(messages, max_tokens=ctx.config.max_tokens, timeout_s=ctx.timeout)
     ctx.time("image_e2e", r.e2e_s)
     evidence = _chat_view(r)
@@ -140,6 +145,7 @@ def image_input(ctx: StepContext) -> Outcome:
     f = r.failure
     message = f.error_message if f else ""
     if f is not None and f.status_code == 400 and IMAGE_REFUSAL.search(message or ""):
-        return skipped(f"text-only model refused image input: {message}", evidence, refusal=message,
-                       not_applicable=True, **details)
+        return skipped(
+            f"text-only model refused image input: {message}", evidence, refusal=message, not_applicable=True, **details
+        )
     return failed(f"image request failed: {describe_failure(f)}", evidence, **details)

@@ -62,33 +62,51 @@ def gpu_cuda(ctx: StepContext) -> Outcome:
     gpu_text = f"{describe_gpus(gpus)}; driver {driver or '?'}"
     if nv.get("cuda_driver_version"):
         gpu_text += f" (driver's max CUDA {nv['cuda_driver_version']})"
-    evidence: dict[str, Any] = {"source": source, "gpus": [{k: g.get(k) for k in ("index", "name",
-                                "compute_capability", "memory_total_mib")} for g in gpus]}
+    evidence: dict[str, Any] = {
+        "source": source,
+        "gpus": [{k: g.get(k) for k in ("index", "name", "compute_capability", "memory_total_mib")} for g in gpus],
+    }
     details: dict[str, Any] = {"gpu_count": len(gpus), "driver": driver, "source": source}
     if ev is not None:
         probe = evidence_item(ev, "cuda_probe")
         pv = probe["value"]
-        evidence["cuda_probe"] = {"status": probe["status"], "ran": pv.get("ran"), "ok": pv.get("ok"),
-                                  "error": pv.get("error")}
+        evidence["cuda_probe"] = {
+            "status": probe["status"],
+            "ran": pv.get("ran"),
+            "ok": pv.get("ok"),
+            "error": pv.get("error"),
+        }
         image_cuda = evidence_item(ev, "image")["value"].get("cuda_version")
         details["image_cuda"] = image_cuda
         if pv.get("ran"):
             if pv.get("ok"):
-                return passed(f"{gpu_text}; in-image CUDA probe OK (image CUDA {image_cuda or '?'})",
-                              evidence, **details)
-            return failed(f"{gpu_text}; in-image CUDA probe failed: {pv.get('error') or 'no CUDA_OK'}",
-                          evidence, **details)
+                return passed(
+                    f"{gpu_text}; in-image CUDA probe OK (image CUDA {image_cuda or '?'})", evidence, **details
+                )
+            return failed(
+                f"{gpu_text}; in-image CUDA probe failed: {pv.get('error') or 'no CUDA_OK'}", evidence, **details
+            )
     tp = _torch(ctx)
     evidence["torch_here"] = tp
     if tp.get("available") and tp.get("count"):
-        return passed(f"{gpu_text}; torch {tp.get('torch')} (CUDA {tp.get('cuda')}) here sees {tp['count']} GPU(s)",
-                      evidence, **details)
+        return passed(
+            f"{gpu_text}; torch {tp.get('torch')} (CUDA {tp.get('cuda')}) here sees {tp['count']} GPU(s)",
+            evidence,
+            **details,
+        )
     if tp.get("torch") and tp.get("cuda"):
-        return failed(f"{gpu_text}; torch {tp['torch']} (CUDA {tp['cuda']}) cannot initialise CUDA: "
-                      f"{tp.get('error') or 'torch.cuda.is_available() is False'}", evidence, **details)
-    return skipped(f"{gpu_text}; container CUDA not probed (no in-image probe in the evidence; "
-                   f"{tp.get('error') or 'torch here is a CPU build'}): run runbook 01 with probe_image",
-                   evidence, **details)
+        return failed(
+            f"{gpu_text}; torch {tp['torch']} (CUDA {tp['cuda']}) cannot initialise CUDA: "
+            f"{tp.get('error') or 'torch.cuda.is_available() is False'}",
+            evidence,
+            **details,
+        )
+    return skipped(
+        f"{gpu_text}; container CUDA not probed (no in-image probe in the evidence; "
+        f"{tp.get('error') or 'torch here is a CPU build'}): run runbook 01 with probe_image",
+        evidence,
+        **details,
+    )
 
 
 @register("multi_gpu", "Multi-GPU communication (NCCL / Gloo)", 7, needs_endpoint=False)
@@ -100,44 +118,71 @@ def multi_gpu(ctx: StepContext) -> Outcome:
             res = load_nccl_tests(cfg.nccl_tests_file)
         except OSError as exc:
             return failed(f"cannot read nccl_tests_file: {exc}")
-        evidence = {"test": res.test, "ranks": res.ranks, "hosts": res.hosts, "rows": len(res.rows),
-                    "wrong_total": res.wrong_total, "out_of_bounds": res.out_of_bounds,
-                    "avg_busbw_gbps": res.avg_busbw_gbps, "max_busbw_gbps": res.max_busbw_gbps,
-                    "errors": res.errors[:3]}
+        evidence = {
+            "test": res.test,
+            "ranks": res.ranks,
+            "hosts": res.hosts,
+            "rows": len(res.rows),
+            "wrong_total": res.wrong_total,
+            "out_of_bounds": res.out_of_bounds,
+            "avg_busbw_gbps": res.avg_busbw_gbps,
+            "max_busbw_gbps": res.max_busbw_gbps,
+            "errors": res.errors[:3],
+        }
         details = {"nccl_tests": res.to_dict()}
         problems = res.problems()
         if problems:
-            return failed(f"nccl-tests ({res.test or '?'}, {res.ranks} ranks): {'; '.join(problems)}",
-                          evidence, **details)
-        return passed(f"nccl-tests {res.test or '?'} on {res.ranks} ranks / {len(res.hosts)} host(s): "
-                      f"#wrong 0, out of bounds 0; avg bus bandwidth {res.avg_busbw_gbps} GB/s, "
-                      f"max {res.max_busbw_gbps} GB/s", evidence, **details)
+            return failed(
+                f"nccl-tests ({res.test or '?'}, {res.ranks} ranks): {'; '.join(problems)}", evidence, **details
+            )
+        return passed(
+            f"nccl-tests {res.test or '?'} on {res.ranks} ranks / {len(res.hosts)} host(s): "
+            f"#wrong 0, out of bounds 0; avg bus bandwidth {res.avg_busbw_gbps} GB/s, "
+            f"max {res.max_busbw_gbps} GB/s",
+            evidence,
+            **details,
+        )
 
     gpus, source, ev = _gpus(ctx)
     if len(gpus) < 2:
-        return skipped(f"{len(gpus)} GPU(s) ({source}): multi-GPU communication needs two or more; "
-                       f"no nccl_tests_file given", not_applicable=len(gpus) == 1)
+        return skipped(
+            f"{len(gpus)} GPU(s) ({source}): multi-GPU communication needs two or more; no nccl_tests_file given",
+            not_applicable=len(gpus) == 1,
+        )
     tp = _torch(ctx)
     if not tp.get("torch"):
-        return skipped(f"{len(gpus)} GPUs but {tp.get('error') or 'torch unavailable'}: cannot run the all-reduce "
-                       f"here; give nccl_tests_file instead")
+        return skipped(
+            f"{len(gpus)} GPUs but {tp.get('error') or 'torch unavailable'}: cannot run the all-reduce "
+            f"here; give nccl_tests_file instead"
+        )
     world = min(len(gpus), int(tp.get("count") or 0))
     if world < 2 and ev is not None:
-        return skipped(f"{len(gpus)} GPUs in the evidence ({source}) but torch here sees {tp.get('count') or 0}: "
-                       f"the all-reduce must run on that node; give nccl_tests_file from it", {"torch_here": tp})
+        return skipped(
+            f"{len(gpus)} GPUs in the evidence ({source}) but torch here sees {tp.get('count') or 0}: "
+            f"the all-reduce must run on that node; give nccl_tests_file from it",
+            {"torch_here": tp},
+        )
     if world < 2:
-        return failed(f"{len(gpus)} GPUs recognised but torch sees {tp.get('count')}: {tp.get('error') or ''}",
-                      {"torch_here": tp})
+        return failed(
+            f"{len(gpus)} GPUs recognised but torch sees {tp.get('count')}: {tp.get('error') or ''}", {"torch_here": tp}
+        )
     runs = {}
     for backend in ("nccl", "gloo"):
         out = allreduce_check(backend, world, cfg.allreduce_timeout_s)
         runs[backend] = out
         ctx.time(f"{backend}_allreduce", out.get("seconds"))
-    bad = [f"{b}: {r.get('error') or [x.get('error') for x in r.get('ranks', []) if not x.get('ok')]}"
-           for b, r in runs.items() if not r.get("ok")]
+    bad = [
+        f"{b}: {r.get('error') or [x.get('error') for x in r.get('ranks', []) if not x.get('ok')]}"
+        for b, r in runs.items()
+        if not r.get("ok")
+    ]
     if bad:
         return failed(f"all-reduce across {world} GPUs failed — {'; '.join(bad)}", runs, allreduce=runs)
     bw = runs["nccl"].get("busbw_gbps")
-    return passed(f"NCCL and Gloo all-reduce across {world} GPUs correct; NCCL bus bandwidth "
-                  f"{bw:.1f} GB/s (64 MiB)" if bw else f"NCCL and Gloo all-reduce across {world} GPUs correct",
-                  runs, allreduce=runs)
+    return passed(
+        f"NCCL and Gloo all-reduce across {world} GPUs correct; NCCL bus bandwidth {bw:.1f} GB/s (64 MiB)"
+        if bw
+        else f"NCCL and Gloo all-reduce across {world} GPUs correct",
+        runs,
+        allreduce=runs,
+    )

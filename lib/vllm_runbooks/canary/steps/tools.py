@@ -18,8 +18,12 @@ from ..toolcheck import ToolAccuracy, ToolSuite, load_tool_suite, schema_errors
 
 TOOL_MAX_TOKENS = 160
 ABORT_AFTER_TRANSPORT_FAILURES = 2  # consecutive; a dead endpoint must not eat the step budget
-TRANSPORT_KINDS = {FailureKind.TIMEOUT, FailureKind.CONNECTION_REFUSED, FailureKind.CONNECT_ERROR,
-                   FailureKind.STREAM_TIMEOUT}
+TRANSPORT_KINDS = {
+    FailureKind.TIMEOUT,
+    FailureKind.CONNECTION_REFUSED,
+    FailureKind.CONNECT_ERROR,
+    FailureKind.STREAM_TIMEOUT,
+}
 
 
 def tool_suite(ctx: StepContext) -> ToolSuite:
@@ -69,8 +73,15 @@ def tool_calling(ctx: StepContext) -> Outcome:
             break
         choice: Any = "required" if mode == "required" else {"type": "function", "function": {"name": name}}
         messages = [{"role": "user", "content": suite.prompts[i % len(suite.prompts)]}]
-        r = _call(ctx, messages, stream, tools=suite.tools, tool_choice=choice, parallel_tool_calls=False,
-                  max_tokens=TOOL_MAX_TOKENS)
+        r = _call(
+            ctx,
+            messages,
+            stream,
+            tools=suite.tools,
+            tool_choice=choice,
+            parallel_tool_calls=False,
+            max_tokens=TOOL_MAX_TOKENS,
+        )
         acc.add_forced(i, mode, stream, r, suite, name, _failure_text(r))
         if r.ok:
             latencies["stream" if stream else "plain"].append(r.e2e_s)
@@ -80,16 +91,19 @@ def tool_calling(ctx: StepContext) -> Outcome:
             first_body = body_view(r.failure) or r.failure.message
         streak = streak + 1 if (r.failure is not None and r.failure.kind in TRANSPORT_KINDS) else 0
         if streak >= ABORT_AFTER_TRANSPORT_FAILURES:
-            acc.aborted = (f"aborted after {streak} consecutive transport failures "
-                           f"({acc.requests} of {ctx.config.tool_calls} requests sent)")
+            acc.aborted = (
+                f"aborted after {streak} consecutive transport failures "
+                f"({acc.requests} of {ctx.config.tool_calls} requests sent)"
+            )
             break
 
     if not acc.aborted and not ctx.cancelled:
         question = [{"role": "user", "content": "Just say hello; do not use any tool."}]
         none = _call(ctx, question, False, tools=suite.tools, tool_choice="none", max_tokens=ctx.config.max_tokens)
         acc.add_no_call_probe("tool_choice=none", none, _failure_text(none))
-        plain = _call(ctx, [{"role": "user", "content": "What is two plus two?"}], True,
-                      max_tokens=ctx.config.max_tokens)
+        plain = _call(
+            ctx, [{"role": "user", "content": "What is two plus two?"}], True, max_tokens=ctx.config.max_tokens
+        )
         acc.add_no_call_probe("plain question, no tools", plain, _failure_text(plain))
 
     for kind, values in latencies.items():
@@ -100,15 +114,19 @@ def tool_calling(ctx: StepContext) -> Outcome:
         ctx.time("stream_ttft_median", statistics.median(ttfts))
 
     details = {"accuracy": acc.to_dict(), "tool_schema_file": suite.source}
-    evidence = {"summary": acc.summary(), "first_problems": acc.examples[:4],
-                "server_messages": acc.failure_messages[:3]}
+    evidence = {
+        "summary": acc.summary(),
+        "first_problems": acc.examples[:4],
+        "server_messages": acc.failure_messages[:3],
+    }
     if first_body is not None:
         evidence["first_error_body"] = first_body
     if acc.requests and not acc.answered and acc.failure_messages:
         verb = "refused" if all(m.startswith("HTTP 4") for m in acc.failure_messages) else "failed"
         extra = f"; {acc.aborted}" if acc.aborted else ""
-        return failed(f"every tool request {verb} ({acc.requests} sent{extra}): {acc.failure_messages[0]}",
-                      evidence, **details)
+        return failed(
+            f"every tool request {verb} ({acc.requests} sent{extra}): {acc.failure_messages[0]}", evidence, **details
+        )
     problems = acc.problems()
     if problems:
         return failed("; ".join(problems), evidence, **details)
@@ -137,12 +155,13 @@ def structured_agent(ctx: StepContext) -> Outcome:
     problems: list[str] = []
     evidence: dict[str, Any] = {}
 
-    fmt = {"type": "json_schema", "json_schema": {"name": "canary_status", "strict": True,
-                                                   "schema": suite.response_schema}}
+    fmt = {
+        "type": "json_schema",
+        "json_schema": {"name": "canary_status", "strict": True, "schema": suite.response_schema},
+    }
     s = _call(ctx, STRUCTURED_PROMPT, False, response_format=fmt, max_tokens=96)
     ctx.time("structured", s.e2e_s)
-    evidence["structured"] = {"content": s.content[:300], "finish_reason": s.finish_reason,
-                              "failure": _failure_text(s)}
+    evidence["structured"] = {"content": s.content[:300], "finish_reason": s.finish_reason, "failure": _failure_text(s)}
     if not s.ok:
         problems.append(f"structured output: {_failure_text(s)}")
     else:
@@ -156,8 +175,15 @@ def structured_agent(ctx: StepContext) -> Outcome:
                 problems.append(f"structured output violates its schema: {'; '.join(errs[:3])}")
 
     user = {"role": "user", "content": suite.prompts[0]}
-    first = _call(ctx, [user], False, tools=suite.tools, tool_choice="required", parallel_tool_calls=False,
-                  max_tokens=TOOL_MAX_TOKENS)
+    first = _call(
+        ctx,
+        [user],
+        False,
+        tools=suite.tools,
+        tool_choice="required",
+        parallel_tool_calls=False,
+        max_tokens=TOOL_MAX_TOKENS,
+    )
     ctx.time("tool_call", first.e2e_s)
     evidence["tool_call"] = {"calls": [c.to_dict() for c in first.tool_calls], "failure": _failure_text(first)}
     round_trip: dict[str, Any] = {"accepted": False}
@@ -180,12 +206,17 @@ def structured_agent(ctx: StepContext) -> Outcome:
             label = "follow_up_stream" if stream else "follow_up"
             f = _call(ctx, messages, stream, tools=suite.tools, max_tokens=ctx.config.max_tokens)
             ctx.time(label, f.e2e_s)
-            evidence[label] = {"status": f.status_code, "finish_reason": f.finish_reason,
-                               "content": f.content[:200], "failure": _failure_text(f),
-                               "body": body_view(f.failure)}
+            evidence[label] = {
+                "status": f.status_code,
+                "finish_reason": f.finish_reason,
+                "content": f.content[:200],
+                "failure": _failure_text(f),
+                "body": body_view(f.failure),
+            }
             if not f.ok:
-                problems.append(f"agent round trip, {label.replace('_', ' ')} after the tool result: "
-                                f"{_failure_text(f)}")
+                problems.append(
+                    f"agent round trip, {label.replace('_', ' ')} after the tool result: {_failure_text(f)}"
+                )
             round_trip[label] = f.ok
         round_trip["accepted"] = all(round_trip.get(k) for k in ("follow_up", "follow_up_stream"))
         round_trip["tool"] = call.name
