@@ -603,16 +603,25 @@ def collect_runtime(ctx: Context) -> Item:
     return Item(OK if all(key) and val["runtimes"] else PARTIAL, reason, val, arts)
 
 
+def _inspect(
+    ctx: Context, name: str, parse: Callable[[str], dict[str, Any]]
+) -> tuple[Any, dict[str, Any], Item | None]:
+    """Read and parse a `docker inspect` artefact; the third value is the Item to return on failure."""
+    got = ctx.read(name)
+    if not got.data:
+        return got, {}, Item.unavailable(got.reason or f"no {name.removesuffix('.json')}")
+    try:
+        return got, parse(got.data.decode("utf-8", "replace")), None
+    except P.ParseError as e:
+        return got, {}, Item.unavailable(str(e), artefacts=ctx.artefact(name))
+
+
 # ================================================================================== image
 @register("image", "Image")
 def collect_image(ctx: Context) -> Item:
-    got = ctx.read("image-inspect.json")
-    if not got.data:
-        return Item.unavailable(got.reason or "no image inspect")
-    try:
-        val = P.parse_image_inspect(got.data.decode("utf-8", "replace"))
-    except P.ParseError as e:
-        return Item.unavailable(str(e), artefacts=ctx.artefact("image-inspect.json"))
+    got, val, failed = _inspect(ctx, "image-inspect.json", P.parse_image_inspect)
+    if failed:
+        return failed
     val["env"] = redact.redact_env(val["env"])
     if not val["ref"] and ctx.opts.image:
         val["ref"] = ctx.opts.image
@@ -624,13 +633,9 @@ def collect_image(ctx: Context) -> Item:
 # ================================================================================== container
 @register("container", "Container")
 def collect_container(ctx: Context) -> Item:
-    got = ctx.read("container-inspect.json")
-    if not got.data:
-        return Item.unavailable(got.reason or "no container inspect")
-    try:
-        val = P.parse_container_inspect(got.data.decode("utf-8", "replace"))
-    except P.ParseError as e:
-        return Item.unavailable(str(e), artefacts=ctx.artefact("container-inspect.json"))
+    got, val, failed = _inspect(ctx, "container-inspect.json", P.parse_container_inspect)
+    if failed:
+        return failed
     val["env"] = redact.redact_env(val["env"])
     val["command"] = redact.redact_argv(val["command"])
     val["args"] = redact.redact_argv(val["args"])
