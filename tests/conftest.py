@@ -10,4 +10,16 @@ REPO_ROOT = TESTS_DIR.parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
+INCIDENTS = REPO_ROOT / "examples" / "incidents"
+R575 = INCIDENTS / "k3-cu130-on-r575"
+R580 = INCIDENTS / "k3-after-r580-upgrade"
+#: Fake secrets planted in the constructed r575 incident (see its README): none may reach a run.
+R575_PLANTED = (
+    "hf_kQ7pLm2XvR9tYw4ZsB8nC3dF6gH1jK5aE0uI",
+    "sk-k3canary-9f8e7d6c5b4a3f2e1d0c",
+    "Pr0xyPa55word",
+    "AKIAJK3CANARY7EXAMPL",
+    "wJalrXUtnFEMI",
+)
+
 pytest_plugins = [p for p in ("target_fixtures",) if (TESTS_DIR / f"{p}.py").exists()]

@@ -11,19 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import R575, R575_PLANTED, R580
 from vllm_runbooks import probe
 from vllm_runbooks.evidence import collect_evidence, load_evidence
 
-EXAMPLES = Path(__file__).parents[1] / "examples" / "incidents"
-R575 = EXAMPLES / "k3-cu130-on-r575"
-R580 = EXAMPLES / "k3-after-r580-upgrade"
-PLANTED = [
-    "hf_kQ7pLm2XvR9tYw4ZsB8nC3dF6gH1jK5aE0uI",
-    "sk-k3canary-9f8e7d6c5b4a3f2e1d0c",
-    "Pr0xyPa55word",
-    "AKIAJK3CANARY7EXAMPL",
-    "wJalrXUtnFEMI",
-]
+PLANTED = list(R575_PLANTED)
 
 
 def all_bytes(root: Path) -> bytes:

@@ -9,19 +9,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from conftest import R575, R575_PLANTED
 from vllm_runbooks.evidence import load_evidence
 from vllm_runbooks.redact import redact_parameters
 from vllm_runbooks.scraps import read_scraps
 
 ROOT = Path(__file__).parents[1]
 NOTEBOOK = ROOT / "runbooks" / "01_evidence_capture.ipynb"
-R575 = ROOT / "examples" / "incidents" / "k3-cu130-on-r575"
 PLANTED = [
-    "hf_kQ7pLm2XvR9tYw4ZsB8nC3dF6gH1jK5aE0uI",
-    "sk-k3canary-9f8e7d6c5b4a3f2e1d0c",
-    "Pr0xyPa55word",
-    "AKIAJK3CANARY7EXAMPL",
-    "wJalrXUtnFEMI",
+    *R575_PLANTED,
     "paramSecret777",
     "ghp_runbookAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
     "urlpw999",

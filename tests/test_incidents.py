@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import INCIDENTS
 from vllm_runbooks.runner import load_run, run_suite
 
-INCIDENTS = REPO_ROOT / "examples" / "incidents"
 PLOTLY = "application/vnd.plotly.v1+json"
 
 pytestmark = pytest.mark.slow

@@ -13,20 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import R575, R575_PLANTED
 from vllm_runbooks import runner
 from vllm_runbooks.scraps import read_scraps
 
 ROOT = Path(__file__).parents[1]
-R575 = ROOT / "examples" / "incidents" / "k3-cu130-on-r575"
 
 # Already in the sample bundle (env.txt, launch-command.txt, container-inspect.json).
-BUNDLE_SECRETS = [
-    "hf_kQ7pLm2XvR9tYw4ZsB8nC3dF6gH1jK5aE0uI",
-    "sk-k3canary-9f8e7d6c5b4a3f2e1d0c",
-    "Pr0xyPa55word",
-    "AKIAJK3CANARY7EXAMPL",
-    "wJalrXUtnFEMI",
-]
+BUNDLE_SECRETS = list(R575_PLANTED)
 ENV_SECRETS = {
     "PGPASSWORD": "envPgScan01",
     "MYSQL_PWD": "envMysqlScan02",
