@@ -17,8 +17,6 @@ from conftest import R575, R575_PLANTED
 from vllm_runbooks import runner
 from vllm_runbooks.scraps import read_scraps
 
-ROOT = Path(__file__).parents[1]
-
 # Already in the sample bundle (env.txt, launch-command.txt, container-inspect.json).
 BUNDLE_SECRETS = list(R575_PLANTED)
 ENV_SECRETS = {
