@@ -17,8 +17,8 @@ from .. import redact
 from ..probe import DEFAULT_TIMEOUT_S, Options
 from ..records import utc_now
 from ..runner import new_run_dir, sha256_file
-from .collectors import Context, run_collectors
 from .model import Evidence, Item
+from .registry import Context, run_collectors
 from .sources import BundleSource, LocalSource, Source
 
 
