@@ -84,7 +84,7 @@ def survey(
     say = progress or (lambda _msg: None)
     try:
         script = _probe_script()
-        task = ray.remote(nodeprobe.probe_task).options(num_cpus=0, max_retries=0, retry_exceptions=False)
+        task = ray.remote(num_cpus=0, max_retries=0)(nodeprobe.probe_task)
         alive = [n for n in ray.nodes() if n.get("Alive")]
         say(f"{len(alive)} alive node(s)")
         refs: dict[Any, tuple[str, str]] = {}
