@@ -8,10 +8,11 @@ evidence package reads tarballs in place).
 
 TEST SEAM — not a product option. A Ray node started with the environment variable
 ``VLLM_RUNBOOKS_FLEET_TEST_SEAM`` set to JSON ``{"bundle": DIR, "hold_s": S, "started": FILE}``
-does not probe its machine: it answers with a copy of the bundle DIR (after touching FILE and
-holding S seconds, so a test can kill it midway). Tests use it to make several Ray nodes on one
-machine present different sample incidents. The answer says ``simulated: true`` and the fleet
-table marks that node's source ``simulated``, so such a bundle is never mistaken for real
+does not probe its machine: it answers with a copy of the bundle DIR, redacted by the probe's own
+code (after touching FILE and holding S seconds, so a test can kill it midway). Tests use it to
+make several Ray nodes on one machine present different sample incidents. The answer says
+``simulated: true`` and the fleet table marks that node's source ``simulated``, so such a bundle is
+never mistaken for real
 evidence. Nothing in the CLI or the runbook sets it.
 """
 
@@ -20,7 +21,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -46,8 +46,18 @@ def _tar_bytes(folder: Path) -> bytes:
     return buf.getvalue()
 
 
-def _simulate(spec_text: str, out: Path) -> None:
-    """The test seam: copy a sample bundle instead of probing (see the module docstring)."""
+def _probe_module(script: str) -> Any:
+    """The probe script loaded as a module, for its redaction (the same code a real probe runs)."""
+    import types
+
+    mod = types.ModuleType("_vllm_runbooks_fleet_probe")
+    sys.modules[mod.__name__] = mod  # dataclasses look their module up while the script runs
+    exec(compile(script, "probe_node.py", "exec"), mod.__dict__)  # noqa: S102 - our own probe source
+    return mod
+
+
+def _simulate(spec_text: str, out: Path, script: str) -> None:
+    """The test seam: a redacted copy of a sample bundle instead of a probe (see the module docstring)."""
     spec = json.loads(spec_text)
     started = spec.get("started")
     if started:
@@ -55,7 +65,13 @@ def _simulate(spec_text: str, out: Path) -> None:
     hold = min(float(spec.get("hold_s") or 0.0), MAX_HOLD_S)
     if hold > 0:
         time.sleep(hold)  # the node is "busy probing": lets a test kill it midway or let it time out
-    shutil.copytree(spec["bundle"], out, symlinks=True, ignore=shutil.ignore_patterns("README.md"))
+    probe = _probe_module(script)
+    src = Path(spec["bundle"])
+    for path in sorted(src.rglob("*")):
+        if path.is_file() and not path.is_symlink() and path.name != "README.md":
+            dest = out / path.relative_to(src)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(probe.redact_bytes(path.name, path.read_bytes()))
 
 
 def probe_task(script: str, args: list[str], timeout_s: float) -> dict[str, Any]:
@@ -69,7 +85,7 @@ def probe_task(script: str, args: list[str], timeout_s: float) -> dict[str, Any]
         seam = os.environ.get(TEST_SEAM_ENV)
         if seam:
             answer["simulated"] = True
-            _simulate(seam, out)
+            _simulate(seam, out, script)
         else:
             probe = Path(tmp) / "probe_node.py"
             probe.write_text(script, encoding="utf-8")
