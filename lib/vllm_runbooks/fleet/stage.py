@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -67,6 +68,21 @@ def _say(message: str) -> None:
     print(f"[fleet] {message}", file=sys.stdout, flush=True)
 
 
+def _progress(total: int) -> Callable[[NodeRow], None]:
+    """One line per node for a small fleet; one line per tenth for a large one (the notebook keeps them)."""
+    step = 1 if total <= 50 else max(1, total // 10)
+    seen = [0]
+
+    def report(row: NodeRow) -> None:
+        seen[0] += 1
+        if step == 1:
+            _say(f"{row.node}: {row.action}")
+        elif seen[0] % step == 0 or seen[0] == total:
+            _say(f"{seen[0]}/{total} nodes read")
+
+    return report
+
+
 def _fleet_dir(run_dir: Path) -> Path:
     fleet = run_dir / "fleet"
     if fleet.exists() and any(fleet.iterdir()):
@@ -116,10 +132,8 @@ def run(config: Config) -> FleetResult:
                 jobs.append(Job(a.node, str(a.bundle), str(fleet / a.node), target, source, today))
         if any(a.simulated for a in answers):
             notes.append("Some nodes answered through the test seam (source 'simulated'): not real evidence.")
-    assessed = assess_all(jobs, workers=config.workers, progress=lambda r: _say(f"{r.node}: {r.action}"))
-    order = {j.node: i for i, j in enumerate(jobs)}
-    nodes = sorted(assessed, key=lambda r: order.get(r.node, 0)) + rows
-    nodes.sort(key=lambda r: r.node)
+    assessed = assess_all(jobs, workers=config.workers, progress=_progress(len(jobs)))
+    nodes = sorted(assessed + rows, key=lambda r: r.node)
     plan = make_plan(nodes, target, few=config.few_nodes, wave_size=config.wave_size)
     return FleetResult(
         mode=mode,
