@@ -248,7 +248,11 @@ def test_gpu_step_passes_on_probe_ok_and_skips_without_gpus(tmp_path: Path) -> N
 
 def test_gpu_step_fails_on_unreadable_evidence(tmp_path: Path) -> None:
     report = run_canary(steps=["gpu_cuda"], evidence_dir=str(tmp_path))
-    assert report.steps[0].status == Status.FAIL and "no evidence.json" in report.steps[0].reason
+    assert report.steps[0].status == Status.FAIL and "no evidence file" in report.steps[0].reason
+    (tmp_path / "evidence").mkdir()
+    (tmp_path / "evidence" / "evidence.json").write_text("{broken")
+    report = run_canary(steps=["gpu_cuda"], evidence_dir=str(tmp_path))
+    assert report.steps[0].status == Status.FAIL and "evidence.json: not readable JSON" in report.steps[0].reason
 
 
 # -- verdict, plan, registry ------------------------------------------------------------------
@@ -318,7 +322,7 @@ def test_report_round_trips_and_renders() -> None:
     html = report._repr_html_()
     assert "Canary verdict" in html and "Multi-GPU communication" in html
     assert report.headline().figures["counts"] == {"passed": 1, "failed": 0, "skipped": 0}
-    assert report.latency_figure().data and report.tool_accuracy_figure().layout.title.text
+    assert report.latency_figure().figure.data and report.tool_accuracy_figure().figure.layout.title.text
     assert "fail" in repr(failed("x")) and CanaryConfig(tool_calls=10_000).tool_calls == 200
 
 

@@ -61,7 +61,7 @@ RESULT_MODULES: dict[str, str] = {
     "evidence_capture": "vllm_runbooks.evidence.model",
     "compatibility_decision": "vllm_runbooks.compat.stage",
     "canary_validation": "vllm_runbooks.canary.model",
-    "prefix_cache_check": "vllm_runbooks.prefix_cache.check",
+    "prefix_cache_check": "vllm_runbooks.prefix_cache.result",
 }
 
 #: schema name → result class; runbook name → result class. Filled by :func:`register_result`.

@@ -2,8 +2,8 @@
 
     report = run_canary(CanaryConfig(endpoint="http://127.0.0.1:8000"))
     report                       # verdict banner + checklist
-    report.latency_figure()      # plotly
-    glue_report(report)          # scraps for every step + the headline
+    report.latency_figure()      # a figure that displays itself
+    glue_result(report)          # scraps for every step + the typed headline (vllm_runbooks.stage)
 
 Steps live in a registry (``registry.register``); modules in ``canary/steps/`` are discovered.
 """
@@ -31,13 +31,6 @@ def glue_report(report: CanaryReport) -> dict[str, Any]:
 def save_report(report: CanaryReport, run_dir: str | Path | None) -> Path | None:
     """Save the report and its steps into the run directory (see ``CanaryReport.save``)."""
     return report.save(run_dir)
-
-
-def show(fig: Any) -> None:
-    """Show a canary figure offline-safe (plotly.js inlined once per kernel)."""
-    from ..display import show_figure
-
-    show_figure(fig)
 
 
 __all__ = [
@@ -72,6 +65,5 @@ __all__ = [
     "registered_steps",
     "run_canary",
     "save_report",
-    "show",
     "skipped",
 ]

@@ -211,23 +211,30 @@ class CanaryReport(ResultMixin, Record):
 
     # -- display ---------------------------------------------------------------------------
     def checklist(self) -> Checklist:
+        """The step checklist (what a platform owner reads first)."""
         return Checklist(self)
 
     def expansion(self) -> Expansion:
+        """The expansion plan with each stage's conditions and blockers."""
         return Expansion(self)
 
     def step_details(self) -> StepDetails:
+        """Every step's banner, timings and evidence excerpt."""
         return StepDetails(self)
 
     def latency_figure(self) -> Any:
+        """Each step's duration and its request timings (a figure that displays itself)."""
+        from ..display import FigureView
         from .display import latency_figure
 
-        return latency_figure(self)
+        return FigureView(latency_figure(self))
 
     def tool_accuracy_figure(self) -> Any:
+        """Tool-call schema accuracy and failure kinds (a figure that displays itself)."""
+        from ..display import FigureView
         from .display import tool_accuracy_figure
 
-        return tool_accuracy_figure(self)
+        return FigureView(tool_accuracy_figure(self))
 
     def _repr_html_(self) -> str:
         tone = {"pass": "good", "fail": "bad"}.get(self.verdict, "warn")

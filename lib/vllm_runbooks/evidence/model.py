@@ -93,8 +93,33 @@ class Evidence(ResultMixin, Record):
         return default if val is None else val
 
     def status(self, item: str) -> str:
+        """ok / partial / unavailable; a collector that did not run reads as unavailable."""
         it = self.items.get(item)
         return it.status if it else UNAVAILABLE
+
+    def item(self, name: str) -> Item:
+        """The item, or an ``unavailable`` one saying it was not collected (callers never test for None)."""
+        return self.items.get(name) or Item.unavailable(f"{name} was not collected")
+
+    def established(self, name: str) -> dict[str, Any]:
+        """The item's value unless it is ``unavailable``: a gap must not be read as a fact."""
+        it = self.items.get(name)
+        return dict(it.value) if it is not None and it.status != UNAVAILABLE else {}
+
+    def launch_command(self) -> str | None:
+        """The recorded launch command as one (redacted) shell line, or None."""
+        import shlex
+
+        launch = self.established("launch")
+        if launch.get("command"):
+            return str(launch["command"])
+        return shlex.join(str(a) for a in launch["argv"]) if launch.get("argv") else None
+
+    def log_paths(self) -> list[Path]:
+        """The logs runbook 01 stored (redacted) under ``evidence/raw/logs/``, as paths to read."""
+        root = Path(self.evidence_dir) if self.evidence_dir else None
+        files = self.established("logs").get("files") or []
+        return [root / f["stored_as"] for f in files if root is not None and isinstance(f, dict) and f.get("stored_as")]
 
     def unavailable(self) -> dict[str, str]:
         """Collector → reason for everything not fully established."""
