@@ -94,6 +94,7 @@ class RunComparison(Record):
         return html_table(marked, columns)
 
     def to_frame(self) -> Any:
+        """The comparison rows as a DataFrame (pandas imported only here)."""
         import pandas as pd
 
         return pd.DataFrame(self.rows)
