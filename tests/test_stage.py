@@ -101,6 +101,9 @@ def test_importing_the_contract_and_the_evidence_model_stays_light() -> None:
     assert _imported_after("import vllm_runbooks.evidence.model") == []
     assert _imported_after("import vllm_runbooks.stage") == []
     assert _imported_after("import vllm_runbooks.runs") == ["vllm_runbooks.runner"]  # paths, not papermill
+    readers = "from vllm_runbooks.stage import RESULT_MODULES, result_class\n[result_class(n) for n in RESULT_MODULES]"
+    heavy = [m for m in _imported_after(readers) if not m.startswith("vllm_runbooks.runner")]
+    assert heavy == [], heavy  # reading any saved result needs no notebook, plotting or collector stack
 
 
 def test_load_results_reads_every_stage_and_names_the_one_refused(tmp_path: Path) -> None:
@@ -114,3 +117,15 @@ def test_load_results_reads_every_stage_and_names_the_one_refused(tmp_path: Path
     assert "no prefix_cache/check.json" in found.refused["prefix_cache_check"]  # not saved: said, not raised
     assert "external_thing" not in found.refused  # no registered result: nothing to read
     assert "canary_validation" in found._repr_html_()
+
+
+def test_rebuild_reads_nested_records_enums_and_optionals_back_typed() -> None:
+    from vllm_runbooks.canary.model import ExpansionStage
+    from vllm_runbooks.records import rebuild
+
+    report = _report("fail")
+    report.plan = [ExpansionStage("isolated node", True, ["canary passes"])]
+    again = rebuild(CanaryReport, json.loads(report.to_json()))
+    assert again == report and again.steps[0].status is Status.PASS and isinstance(again.plan[0], ExpansionStage)
+    with pytest.raises(ValueError, match="newer"):
+        rebuild(CanaryReport, {**report.to_dict(), "schema_version": 99})
