@@ -1,7 +1,7 @@
 """One node's bundle → evidence → runbook 02's decision for the target image → a fleet row.
 
 The facts are read by the evidence package (``collect_evidence`` with the bundle as source) into
-``<run_dir>/fleet/<node>/evidence/``, and the verdict is runbook 02's decision (``decision``), with
+``<run_dir>/fleet/<node>/evidence/``, and the verdict is runbook 02's decision (``compat.stage``), with
 the node's host facts and the *target* image's facts: the image a node runs today says nothing
 about the one being rolled out, so its CUDA, ``NVIDIA_REQUIRE_CUDA``, compat libraries and launch
 are replaced by the target's, and its logs (about today's image) are not cross-checked.
@@ -78,14 +78,19 @@ def action_for(verdict: str, gpu_count: int, driver_version: str | None) -> str:
 
 def _decide(node_dir: Path, target: FleetTarget, today: _dt.date | None) -> dict[str, Any]:
     """Runbook 02's decision for the target image on this node's host facts (cached by its inputs)."""
-    from .. import decision
+    from ..compat import stage as compat_stage
 
-    gathered = decision.gather_inputs(
-        node_dir,
-        profile=target.profile,
-        image_cuda=target.image_cuda,
-        nvidia_require_cuda=target.nvidia_require_cuda,
+    gathered = compat_stage.gather(
+        compat_stage.Config(
+            evidence_dir=str(node_dir),
+            image_cuda=target.image_cuda,
+            nvidia_require_cuda=target.nvidia_require_cuda,
+            compat_libs=bool(target.compat_libs),
+            profile=target.profile,
+        )
     )
+    if gathered.evidence_path is None:  # the node's own evidence could not be read back
+        raise ValueError(gathered.evidence_note)
     inputs = gathered.inputs
     # The target image, not the node's current one: drop what the current image and launch carried.
     inputs.compat_libs = bool(target.compat_libs)
@@ -109,7 +114,7 @@ def _decide(node_dir: Path, target: FleetTarget, today: _dt.date | None) -> dict
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    result = decision.decide_from(gathered, today=today)
+    result = compat_stage.decide_gathered(gathered, today=today)
     d = result.report.decision
     out = {
         "verdict": d.verdict,
