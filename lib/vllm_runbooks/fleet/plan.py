@@ -98,7 +98,8 @@ class RolloutPlan(Record):
 
         head = banner(
             f"Canary: {self.canary or 'none available'}",
-            f"most common configuration: {self.common_configuration or '—'}; waves of {self.wave_size or '—'}",
+            f"most common configuration: {self.common_configuration or '—'}; "
+            + (f"waves of {self.wave_size} nodes" if self.wave_size else "no waves needed"),
             "good" if self.canary else "warn",
         )
         excluded = ""
@@ -219,7 +220,7 @@ def make_plan(rows: list[NodeRow], target: FleetTarget, few: int = 3, wave_size:
             nodes=[_planned(canary)],
             checks=_canary_checks(target, canary.action == ACTION_UPGRADE),
             why=f"{_idle_text(canary)} node of the most common configuration "
-            f"({counts[common]} nodes: {config_label(canary)})",
+            f"({counts[common]} node{'s' if counts[common] != 1 else ''}: {config_label(canary)})",
         )
     ]
     if chosen:
@@ -248,5 +249,5 @@ def make_plan(rows: list[NodeRow], target: FleetTarget, few: int = 3, wave_size:
         common_configuration=config_label(canary),
         stages=stages,
         excluded=excluded,
-        wave_size=size,
+        wave_size=size if chunks else 0,
     )
