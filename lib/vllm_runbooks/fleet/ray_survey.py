@@ -80,7 +80,10 @@ def survey(
         pass
     connected_here = not ray.is_initialized()
     if connected_here:
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False, include_dashboard=False)
+        if address.startswith("ray://"):  # Ray Client takes fewer options
+            ray.init(address=address)
+        else:
+            ray.init(address=address, logging_level="ERROR", log_to_driver=False)
     say = progress or (lambda _msg: None)
     try:
         script = _probe_script()
