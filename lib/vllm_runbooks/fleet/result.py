@@ -171,15 +171,12 @@ class FleetResult(ResultMixin, Record):
         return NodeList(action, self.by_action(action))
 
     def figure(self) -> Any:
-        """Counts per verdict and per driver branch, coloured by what the fleet does with the nodes."""
+        """Counts per verdict and per driver branch, coloured by action (a figure that displays itself;
+        the plotly Figure is its ``.figure``)."""
+        from ..display import FigureView
         from .figures import counts_figure
 
-        return counts_figure(self)
-
-    def figure_view(self) -> Any:
-        from ..display import FigureView
-
-        return FigureView(self.figure())
+        return FigureView(counts_figure(self))
 
     def _repr_html_(self) -> str:
         from ..display import banner, html_table
