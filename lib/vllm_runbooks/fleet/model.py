@@ -103,6 +103,7 @@ class NodeRow(Record):
 
     @property
     def answered(self) -> bool:
+        """Whether the node gave a bundle (unanswered rows carry only why)."""
         return self.action != ACTION_UNANSWERED
 
     @property

@@ -60,6 +60,7 @@ class RolloutPlan(Record):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RolloutPlan:
+        """Rebuild the stages and their nodes typed (a saved plan is read back by later stages)."""
         plan = super().from_dict(data)
         plan.stages = [
             RolloutStage(
@@ -188,6 +189,7 @@ def make_plan(rows: list[NodeRow], target: FleetTarget, few: int = 3, wave_size:
     rank = {c: i for i, c in enumerate(order)}
 
     def key(r: NodeRow) -> tuple:
+        """Plan order: larger configurations first, idle nodes first, then by name (reproducible)."""
         return (rank[r.configuration], _idle_rank(r), r.node)
 
     pool = sorted(eligible, key=key)

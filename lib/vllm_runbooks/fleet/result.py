@@ -59,6 +59,7 @@ class FleetResult(ResultMixin, Record):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FleetResult:
+        """Rebuild target, rows and plan typed, so a later stage reads records, not dicts."""
         base = super().from_dict({k: v for k, v in data.items() if k not in ("target", "nodes", "plan")})
         base.target = FleetTarget.from_dict(data.get("target") or {})
         base.nodes = [NodeRow.from_dict(n) for n in data.get("nodes") or []]
@@ -67,14 +68,17 @@ class FleetResult(ResultMixin, Record):
 
     # -- what the fleet says --------------------------------------------------------------------
     def by_action(self, action: str) -> list[NodeRow]:
+        """The nodes the fleet does one thing with (ready, upgrade_driver, unanswered, …)."""
         return [n for n in self.nodes if n.action == action]
 
     @property
     def answered(self) -> list[NodeRow]:
+        """Nodes that gave a bundle."""
         return [n for n in self.nodes if n.answered]
 
     @property
     def unanswered(self) -> list[NodeRow]:
+        """Nodes that gave none, each with why: survey them again before their wave."""
         return self.by_action(ACTION_UNANSWERED)
 
     def verdict_counts(self) -> dict[str, int]:
@@ -82,6 +86,7 @@ class FleetResult(ResultMixin, Record):
         return dict(Counter(n.verdict for n in self.nodes).most_common())
 
     def action_counts(self) -> dict[str, int]:
+        """Nodes per action, in the fixed order of ``ACTIONS`` (empty actions left out)."""
         c = Counter(n.action for n in self.nodes)
         return {a: c[a] for a in ACTIONS if c[a]}
 
@@ -158,6 +163,7 @@ class FleetResult(ResultMixin, Record):
 
     # -- display --------------------------------------------------------------------------------
     def table_rows(self) -> list[dict[str, Any]]:
+        """The fleet table as plain rows (the same columns in both collection modes)."""
         return [n.row() for n in self.nodes]
 
     def table(self) -> Any:

@@ -47,6 +47,7 @@ class Config(Record):
     today: str | None = None
 
     def target(self) -> FleetTarget:
+        """The image every node is judged for (not the one it runs today)."""
         return FleetTarget(
             image_cuda=str(self.image_cuda),
             profile=self.profile,
@@ -56,6 +57,7 @@ class Config(Record):
         )
 
     def probe_args(self) -> list[str]:
+        """The stdlib probe's flags for what to inspect on every node (Ray mode)."""
         args: list[str] = []
         if self.probe_image:
             args += ["--image", self.probe_image]
@@ -74,6 +76,7 @@ def _progress(total: int) -> Callable[[NodeRow], None]:
     seen = [0]
 
     def report(row: NodeRow) -> None:
+        """Print the line for this node, or for every tenth of a large fleet."""
         seen[0] += 1
         if step == 1:
             _say(f"{row.node}: {row.action}")
