@@ -46,6 +46,8 @@ __all__ = [
     "redact_argv",
     "redact_obj",
     "redact_parameters",
+    "redact_markup",
+    "redact_markup_obj",
     "LineRedactor",
 ]
 
@@ -555,6 +557,38 @@ class LineRedactor:
     def __call__(self, line: str) -> str:
         line, note = _cap_line(line, self._cap)
         return self._state(line) + note
+
+
+_ENTITY_QUOTE = re.compile(r"&(?:#x27|#39|#x22|#34|quot|apos);")
+
+
+def redact_markup(text: str) -> str:
+    """Redact text that may hold HTML-escaped quotes (figure hover text, table cells).
+
+    ``html.escape`` turns ``'api_key': 'k'`` into ``&#x27;api_key&#x27;: &#x27;k&#x27;``, which
+    no text rule recognises; the quotes are read as plain quotes, and when that reveals a secret
+    the result is written back with its quotes escaped.
+    """
+    out = redact_text(text)
+    if not isinstance(out, str) or "&" not in out or not _ENTITY_QUOTE.search(out):
+        return out
+    plain = _ENTITY_QUOTE.sub(lambda m: '"' if m.group(0) in ("&#x22;", "&#34;", "&quot;") else "'", out)
+    red = redact_text(plain)
+    if red == plain:
+        return out
+    return red.replace("'", "&#x27;").replace('"', "&quot;")
+
+
+def redact_markup_obj(obj: Any) -> Any:
+    """``redact_obj`` whose strings may also hold HTML-escaped quotes (figure JSON, outputs)."""
+    obj = redact_obj(obj)
+    if isinstance(obj, dict):
+        return {k: redact_markup_obj(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact_markup_obj(v) for v in obj]
+    if isinstance(obj, str):
+        return redact_markup(obj)
+    return obj
 
 
 def redact_env(env: dict[str, Any]) -> dict[str, Any]:
