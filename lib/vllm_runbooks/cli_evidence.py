@@ -27,7 +27,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _cmd_probe(args: argparse.Namespace) -> int:
     if args.write_script:
-        path = probe.write_script(args.write_script)
+        try:
+            path = probe.write_script(args.write_script)
+        except OSError as exc:
+            print(f"probe: {exc}", file=sys.stderr)
+            return 2
         print(f"wrote {path}: copy it to the node and run `python3 {path.name} --out DIR`")
         return 0
     if not args.out:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import io
 import json
 import os
 import re
@@ -63,6 +64,7 @@ _redact = _load_redact()
 # END-REDACT-LOADER
 
 DEFAULT_TIMEOUT_S = 20.0
+CAPTURE_THREADS = 8
 MAX_CAPTURE_BYTES = 16 * 1024 * 1024  # one command's stdout kept in memory
 LOG_CAP_BYTES = 8 * 1024 * 1024  # stored per log: head + tail halves
 FIRST_ERRORS = 20
@@ -420,22 +422,71 @@ def http_get_version(endpoint: str, timeout_s: float) -> Captured:
 
 # --- logs: streamed, redacted, capped -------------------------------------------------------
 def open_log(path: str | Path) -> BinaryIO:
-    """Open a plain or gzip log (by magic bytes, not by name)."""
-    f = open(path, "rb")  # noqa: SIM115
-    magic = f.read(2)
-    f.seek(0)
-    if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
+    """Open a plain or compressed log (by magic bytes, not by name)."""
+    return decompressing(open(path, "rb"))  # noqa: SIM115 - the caller closes it
+
+
+def decompressing(f: Any) -> Any:
+    """``f`` itself, or a decompressing reader when it starts with gzip, bzip2 or xz magic bytes.
+
+    zstd has no reader in the standard library: such a log is refused (OSError) rather than
+    stored as compressed bytes that look like a log.
+    """
+    head = f.peek(6)[:6] if hasattr(f, "peek") else b""
+    if not head and f.seekable():
+        head = f.read(6)
+        f.seek(0)
+    if head.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=f)
+    if head.startswith(b"BZh"):
+        import bz2
+
+        return bz2.BZ2File(f)
+    if head.startswith(b"\xfd7zXZ\x00"):
+        import lzma
+
+        return lzma.LZMAFile(f)
+    if head.startswith(b"\x28\xb5\x2f\xfd"):
+        f.close()
+        raise OSError("zstd-compressed log: not decompressed here (decompress it with zstd -d first)")
     return f
 
 
+#: Longest piece of one line read into memory; the rest of a longer line is skipped (counted).
+LINE_READ_BYTES = 64 * 1024 + 1
+#: Bytes read from one log (after decompression) before only its tail is kept.
+LOG_READ_BYTES = 512 * 1024 * 1024
+_READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ValueError)
+try:
+    import zlib as _zlib
+
+    _READ_ERRORS += (_zlib.error,)
+except ImportError:  # pragma: no cover - zlib is part of every CPython build that has gzip
+    pass
+
+
+def _plain_file(stream: Any) -> bool:
+    """A seekable file on disk (not a decompressor or a tar member): its tail can be read directly."""
+    raw = getattr(stream, "raw", None)
+    return isinstance(raw, io.FileIO) and stream.seekable()
+
+
 def store_log(
-    stream: BinaryIO, dest: Path, cap_bytes: int = LOG_CAP_BYTES, first_errors: int = FIRST_ERRORS
+    stream: BinaryIO,
+    dest: Path | BinaryIO,
+    cap_bytes: int = LOG_CAP_BYTES,
+    first_errors: int = FIRST_ERRORS,
+    max_seconds: float | None = None,
+    max_read_bytes: int = LOG_READ_BYTES,
 ) -> dict[str, Any]:
     """Copy a log line by line through redaction into ``dest``, keeping head and tail.
 
-    Counts every line and byte of the source; when the redacted text exceeds ``cap_bytes``
-    the middle is dropped and a marker line says how much. Returns the log summary.
+    Bounded in every way a hostile log can push: a line is read at most ``LINE_READ_BYTES`` at a
+    time (the rest of a longer line is skipped and counted); reading stops after ``max_seconds``
+    or ``max_read_bytes`` — a plain file then jumps to its last ``cap_bytes // 2`` bytes, so head
+    and tail are both kept; a stream that breaks (a truncated .gz or tarball) keeps what was read.
+    When the redacted text exceeds ``cap_bytes`` the middle is dropped and a marker line says how
+    much. Returns the log summary; ``stopped`` says why reading ended early, if it did.
     """
     from collections import deque
 
@@ -446,18 +497,80 @@ def store_log(
     head_bytes = 0
     lines = nbytes = dropped_lines = dropped_bytes = 0
     non_utf8 = False
+    stopped: str | None = None
+    skipped_bytes = 0
     errors: list[dict[str, Any]] = []
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(dest, "wb") as out:
-        for raw in stream:
+    deadline = time.monotonic() + max_seconds if max_seconds else None
+    jumped = False
+
+    def readline() -> bytes:
+        return stream.readline(LINE_READ_BYTES)
+
+    out = dest if not isinstance(dest, str | Path) else None
+    if out is None:
+        Path(dest).parent.mkdir(parents=True, exist_ok=True)
+        out = open(dest, "wb")  # noqa: SIM115 - closed below
+    try:
+        while True:
+            if not jumped and (
+                (deadline is not None and time.monotonic() > deadline) or nbytes + skipped_bytes >= max_read_bytes
+            ):
+                why = (
+                    f"read stopped after {max_seconds:g} s"
+                    if deadline is not None and time.monotonic() > deadline
+                    else f"read stopped after {max_read_bytes} bytes"
+                )
+                if _plain_file(stream):
+                    try:
+                        size = os.fstat(stream.fileno()).st_size
+                        pos = stream.tell()
+                        start = max(pos, size - head_cap)
+                        if start > pos:
+                            skipped_bytes += start - pos
+                            stream.seek(start)
+                            stream.readline(LINE_READ_BYTES)  # to a line start
+                        stopped = f"{why}; the last {size - start} bytes (the tail) were read"
+                        jumped = True
+                        deadline = time.monotonic() + max(5.0, (max_seconds or 5.0))
+                        continue
+                    except OSError:
+                        pass
+                stopped = f"{why}; the rest of the log was not read"
+                break
+            if jumped and deadline is not None and time.monotonic() > deadline:
+                stopped = (stopped or "") + "; tail read stopped at its time bound"
+                break
+            try:
+                raw = readline()
+            except _READ_ERRORS as e:
+                stopped = f"log ends early: {type(e).__name__}: {e} (truncated or damaged?); what came before is kept"
+                break
+            if not raw:
+                break
             lines += 1
             nbytes += len(raw)
+            long_line = 0
+            if len(raw) >= LINE_READ_BYTES and not raw.endswith(b"\n"):
+                long_line = len(raw)
+                try:  # skip the rest of an over-long line, bounded by the same time limit
+                    while True:
+                        more = stream.readline(1024 * 1024)
+                        if not more:
+                            break
+                        long_line += len(more)
+                        nbytes += len(more)
+                        if more.endswith(b"\n") or (deadline is not None and time.monotonic() > deadline):
+                            break
+                        if nbytes >= max_read_bytes:
+                            break
+                except _READ_ERRORS as e:
+                    stopped = f"log ends early inside a long line: {type(e).__name__}: {e}"
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 non_utf8 = True
                 text = raw.decode("utf-8", "replace")
-            red = redactor(text.rstrip("\r\n"))
+            red = redactor(text.rstrip("\r\n"), total=long_line or None)
             if len(errors) < first_errors and ERROR_LINE.search(red):
                 errors.append({"line": lines, "text": red[:500]})
             enc = (red + "\n").encode()
@@ -472,18 +585,28 @@ def store_log(
                 tail_bytes -= len(gone)
                 dropped_lines += 1
                 dropped_bytes += len(gone)
-        if dropped_lines:
+            if stopped and not jumped:
+                break
+        if dropped_lines or skipped_bytes:
+            skipped = f" and {skipped_bytes} unread bytes" if skipped_bytes else ""
             out.write(
-                f"[vllm-runbooks: {dropped_lines} lines ({dropped_bytes} bytes) omitted from the "
+                f"[vllm-runbooks: {dropped_lines} lines ({dropped_bytes} bytes){skipped} omitted from the "
                 f"middle of this log; stored head and tail only, cap {cap_bytes} bytes]\n".encode()
             )
         for enc in tail:
             out.write(enc)
+        if stopped:
+            out.write(f"[vllm-runbooks: {stopped}]\n".encode())
+    finally:
+        if out is not dest:
+            out.close()
     return {
         "lines": lines,
         "bytes": nbytes,
-        "truncated": bool(dropped_lines),
+        "truncated": bool(dropped_lines or skipped_bytes or stopped),
         "omitted_lines": dropped_lines,
+        "unread_bytes": skipped_bytes,
+        "stopped": stopped,
         "non_utf8": non_utf8,
         "first_errors": errors,
     }
@@ -520,8 +643,14 @@ def write_bundle(out: Path, opts: Options, make_tar: bool = False) -> dict[str, 
         "captures": {},
         "logs": {},
     }
-    for name in BUNDLE_FILES:
-        got = capture(name, opts)
+    # The captures are independent commands and reads, each bounded by its own timeout: run them
+    # side by side, so the bundle takes as long as the slowest one, not the sum of all.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=CAPTURE_THREADS) as pool:
+        captured = list(pool.map(lambda name: capture(name, opts), BUNDLE_FILES))
+    for i, name in enumerate(BUNDLE_FILES):
+        got = captured[i]
         meta["captures"][name] = got.meta()
         if got.data is not None:
             (out / name).write_bytes(got.data)
@@ -629,7 +758,11 @@ def write_script(path: str | Path) -> Path:
         "# END-REDACT-INLINED"
     )
     out = Path(path)
-    out.write_text(src[:start] + inline + src[end:], encoding="utf-8")
+    try:  # never over an existing file: "x" fails when the name is taken
+        with open(out, "x", encoding="utf-8") as handle:
+            handle.write(src[:start] + inline + src[end:])
+    except FileExistsError:
+        raise FileExistsError(f"{out} exists; the probe script is never written over a file") from None
     out.chmod(0o755)
     return out
 

@@ -525,22 +525,23 @@ class _PemState:
 _NOT_TOKEN_CHAR = re.compile(r"[^\w+/=.~:%-]")
 
 
-def _cap_line(line: str, cap: int) -> tuple[str, str]:
+def _cap_line(line: str, cap: int, total: int | None = None) -> tuple[str, str]:
     """(head to redact, note to append): a line over ``cap`` keeps its head only.
 
     The cut goes back to the start of the word the cap falls in (a space, quote, comma…), so a
     token is kept whole or not at all — never a readable head of it. A line that already ends
     with the note (redacting a second time) keeps it.
     """
-    if len(line) <= cap:
+    total = max(total or 0, len(line))
+    if len(line) <= cap and total == len(line):
         return line, ""
     note = _CUT_NOTE.search(line, max(0, len(line) - 200))
     if note and note.start() <= 4 * cap:
         return line[: note.start()], note.group(0)
-    cut = cap
-    back = _NOT_TOKEN_CHAR.search(line[cut - 1 :: -1])  # the last non-token character before the cap
+    cut = min(cap, len(line))
+    back = _NOT_TOKEN_CHAR.search(line[cut - 1 :: -1]) if cut else None  # last non-token character
     cut = cut - back.start() if back else 0
-    return line[:cut], f" [vllm-runbooks: line cut at {cut} of {len(line)} characters; the rest was not kept]"
+    return line[:cut], f" [vllm-runbooks: line cut at {cut} of {total} characters; the rest was not kept]"
 
 
 class LineRedactor:
@@ -554,8 +555,9 @@ class LineRedactor:
         self._state = _PemState()
         self._cap = cap
 
-    def __call__(self, line: str) -> str:
-        line, note = _cap_line(line, self._cap)
+    def __call__(self, line: str, total: int | None = None) -> str:
+        """Redact one line; ``total``: the line's real length when only its head was read."""
+        line, note = _cap_line(line, self._cap, total)
         return self._state(line) + note
 
 

@@ -14,7 +14,6 @@ import importlib
 import os
 import re
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -112,21 +111,32 @@ class Context:
             dest.write_bytes(data)
         return rel
 
-    def keep_log(self, rel: str, stream: IO[bytes]) -> dict[str, Any]:
+    def keep_log(self, rel: str, stream: IO[bytes], max_seconds: float | None = None) -> dict[str, Any]:
         """Copy a log through redaction (``probe.store_log``) to ``rel`` under the evidence dir.
 
-        The copy is made outside the run directory and moved in only while the collector may
-        still write, so an abandoned collector leaves no partial log behind.
+        The copy is made in an unnamed file (``O_TMPFILE``) and given its name only while the
+        collector may still write, so neither an abandoned collector nor a killed run (SIGTERM,
+        SIGKILL) leaves a partial log or a temporary file anywhere. ``max_seconds`` bounds this log.
         """
-        fd, tmp_name = tempfile.mkstemp(prefix="vllm-runbooks-log-")
-        os.close(fd)
-        tmp = Path(tmp_name)
+        dest = self.out_dir / rel
+        with _write_permit(rel):
+            dest.parent.mkdir(parents=True, exist_ok=True)
         try:
-            summary = probe.store_log(stream, tmp)
-            dest = self.out_dir / rel
+            fd = os.open(dest.parent, os.O_TMPFILE | os.O_RDWR, 0o644)
+        except (AttributeError, OSError):
+            fd = None  # no O_TMPFILE here: a named temporary file beside the destination
+        if fd is not None:
+            with os.fdopen(fd, "w+b") as handle:
+                summary = probe.store_log(stream, handle, max_seconds=max_seconds)
+                handle.flush()
+                with _write_permit(rel):
+                    _link_unnamed(handle, dest)
+            return summary
+        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+        try:
+            summary = probe.store_log(stream, tmp, max_seconds=max_seconds)
             with _write_permit(rel):
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(str(tmp), dest)
+                tmp.replace(dest)
             return summary
         finally:
             tmp.unlink(missing_ok=True)
@@ -134,6 +144,21 @@ class Context:
     def artefact(self, name: str) -> list[str]:
         got = self._cache.get(name)
         return [f"raw/{name}"] if got is not None and got.data else []
+
+
+def _link_unnamed(handle: IO[bytes], dest: Path) -> None:
+    """Give an ``O_TMPFILE`` file its name; where linking it is not allowed, copy it instead."""
+    root = os.open("/", os.O_RDONLY)
+    try:  # linkat(AT_SYMLINK_FOLLOW) on the /proc magic link; os.link uses it only with a dir fd
+        os.link(f"/proc/self/fd/{handle.fileno()}", dest, src_dir_fd=root, follow_symlinks=True)
+        return
+    except OSError:
+        pass
+    finally:
+        os.close(root)
+    handle.seek(0)
+    with open(dest, "xb") as out:
+        shutil.copyfileobj(handle, out)
 
 
 @contextlib.contextmanager
@@ -643,6 +668,11 @@ def collect_container(ctx: Context) -> Item:
 
 
 # ================================================================================== logs
+#: Seconds one log may take to store, and how many logs one capture stores.
+LOG_SECONDS = 20.0
+MAX_LOGS = 64
+
+
 @register("logs", "Logs")
 def collect_logs(ctx: Context) -> Item:
     logs = ctx.source.logs()
@@ -651,6 +681,11 @@ def collect_logs(ctx: Context) -> Item:
         return Item.unavailable(why, {"files": []})
     files, problems, arts = [], [], []
     used: set[str] = set()
+    if len(logs) > MAX_LOGS:
+        problems.append(f"{len(logs)} logs: only the first {MAX_LOGS} are stored")
+        logs = logs[:MAX_LOGS]
+    # Each log has its own time bound, so one huge log cannot use up the whole collector's.
+    per_log_s = max(1.0, min(LOG_SECONDS, 0.8 * ctx.collector_timeout_s / max(1, len(logs))))
     for name, opener in logs:
         stored = probe.safe_log_name(name)
         while stored in used:
@@ -659,7 +694,7 @@ def collect_logs(ctx: Context) -> Item:
         rel = f"raw/logs/{stored}"
         try:
             with opener() as stream:
-                summary = ctx.keep_log(rel, stream)
+                summary = ctx.keep_log(rel, stream, max_seconds=per_log_s)
         except (OSError, EOFError, ValueError) as e:
             problems.append(f"{redact.redact_text(name)}: {redact.redact_text(str(e))}")
             continue
@@ -668,7 +703,11 @@ def collect_logs(ctx: Context) -> Item:
     if not files:
         return Item.unavailable("; ".join(problems), {"files": []})
     notes = problems + [
-        f"{f['name']}: stored head and tail only ({f['omitted_lines']} lines omitted)" for f in files if f["truncated"]
+        f"{f['name']}: stored head and tail only ({f['omitted_lines']} lines omitted"
+        + (f", {f['stopped']}" if f.get("stopped") else "")
+        + ")"
+        for f in files
+        if f["truncated"]
     ]
     return Item(PARTIAL if problems else OK, "; ".join(notes) or None, {"files": files}, arts)
 

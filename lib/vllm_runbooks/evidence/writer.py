@@ -11,6 +11,7 @@ Layout::
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -128,11 +129,24 @@ def _finish(ev: Evidence, out: Path) -> Evidence:
         if p.is_file() and p.name not in {"evidence.json", "SHA256SUMS"}
     }
     ev.evidence_dir = str(out)
-    (out / "evidence.json").write_text(ev.to_json() + "\n", encoding="utf-8")
+    # Never a half-written evidence.json: a temporary name, then a rename; a character UTF-8
+    # cannot hold (a surrogate-escaped file name) is replaced rather than failing the write.
+    _write_atomic(out / "evidence.json", (ev.to_json() + "\n").encode("utf-8", "replace"))
     sums = dict(ev.artefacts)
     sums["evidence.json"] = sha256_file(out / "evidence.json")
-    (out / "SHA256SUMS").write_text("".join(f"{h}  {p}\n" for p, h in sorted(sums.items())), encoding="utf-8")
+    _write_atomic(
+        out / "SHA256SUMS", "".join(f"{h}  {p}\n" for p, h in sorted(sums.items())).encode("utf-8", "replace")
+    )
     return ev
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def load_evidence(path: str | Path, verify: bool = True) -> Evidence:
