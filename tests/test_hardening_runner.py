@@ -211,3 +211,18 @@ def test_scrubber_covers_every_output_mime_type() -> None:
     from plotly.offline import get_plotlyjs
 
     assert get_plotlyjs() in json.loads(clean)["cells"][0]["outputs"][1]["data"]["text/html"]
+
+
+@pytest.mark.slow
+def test_a_healthy_run_prints_no_kernel_noise(templates: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "VLLM_RUNBOOKS_TEMPLATES": str(templates)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "vllm_runbooks.cli", "run", "smoke", "--run-dir", str(tmp_path / "r"), "--no-progress"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "IPKernelApp" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr, proc.stderr
+    assert "smoke" in proc.stdout

@@ -224,9 +224,11 @@ _SHELL_STOP = ("|", "&", ";", ">", "<", "\\", "#", ")")
 # pairs of its own, and a long run of harmless pairs costs nothing more than reading it.
 # The quote may be JSON-escaped (\"api_key\": \"…\" in a log line); a TAB alone also separates
 # (KEY<TAB>value tables).
-_KV = re.compile(r"(?<![\w.-])(\\?['\"]?)([A-Za-z_][\w.-]{0,127})\1([ \t]{0,8}[:=][ \t]{0,8}|\t{1,8})")
+# The quote may be escaped once or more (\"api_key\": \"…\" in a JSON log line, \\" in a repr
+# of one); a TAB alone also separates (KEY<TAB>value tables), or its escape ``\t`` in a repr.
+_KV = re.compile(r"(?<![\w.-])(\\{0,3}['\"]?)([A-Za-z_][\w.-]{0,127})\1([ \t]{0,8}[:=][ \t]{0,8}|\t{1,8}|(?:\\t){1,8})")
 _KV_VALUE = re.compile(
-    r"\\\"(?:[^\"\\]|\\(?!\"))*(?:\\\")?|\[[^\[\]]*\]?|\"(?:\\.|[^\"\\])*\"?|'(?:\\.|[^'\\])*'?|[^\s,;'\"&<]+"
+    r"(\\{1,3})\"(?:[^\"\\]|\\(?![\\\"]))*(?:\1\")?|\[[^\[\]]*\]?|\"(?:\\.|[^\"\\])*\"?|'(?:\\.|[^'\\])*'?|[^\s,;'\"&<]+"
 )
 _CLOSERS = ")]}"
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
@@ -400,11 +402,13 @@ def _kv_replacement(name: str, sep: str, value: str) -> str | None:
     if not is_secret_name(name) or _is_marker_only(value) or _is_not_a_value(value):
         return None
     secret = _mark("secret")
-    if value.startswith('\\"'):  # a JSON-escaped string: \"value\"
-        inner = value[2:-2] if value.endswith('\\"') and len(value) >= 4 else value[2:]
+    if value.startswith("\\"):  # an escaped string: \"value\" (JSON in a log), \\"value\\" (its repr)
+        quote = value[: len(value) - len(value.lstrip("\\")) + 1]
+        inner = value[len(quote) : -len(quote)] if value.endswith(quote) and len(value) >= 2 * len(quote) else ""
+        inner = inner or value[len(quote) :]
         if not inner or _MARKER_RE.fullmatch(inner) or inner.lower() in _NOT_A_VALUE:
             return None
-        return f'\\"{secret}\\"'
+        return f"{quote}{secret}{quote}"
     if value.startswith("["):
         inner = value[1:-1] if value.endswith("]") else value[1:]
         q = next((c for c in inner if c in "'\""), "")

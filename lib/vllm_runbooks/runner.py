@@ -41,6 +41,7 @@ DEFAULT_RUNS_DIR = Path(os.environ.get("VLLM_RUNBOOKS_RUNS", REPO_ROOT / "runs")
 RUN_JSON = "run.json"
 LOCK_FILE = ".run.lock"
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
+KERNEL_LOG_LEVEL = os.environ.get("VLLM_RUNBOOKS_KERNEL_LOG_LEVEL", "CRITICAL")
 _TEMPLATE_RE = re.compile(r"^(\d\d)_(.+)\.ipynb$")
 
 
@@ -372,6 +373,10 @@ def run_runbook(
             # the notebook keeps the same lines.
             stdout_file=sys.stderr if progress else None,
             stderr_file=sys.stderr if progress else None,
+            # The kernel's own log (a TCP-transport warning at start, "KeyboardInterrupt caught in
+            # kernel" at shutdown) is noise to the reader of a healthy run; cell errors are kept
+            # in the notebook and in result.error.
+            extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],
         )
     except Exception as exc:  # papermill raises PapermillExecutionError; keep any failure as evidence
         status = "failed"
