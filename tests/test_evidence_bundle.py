@@ -13,7 +13,8 @@ import pytest
 
 from conftest import R575, R575_PLANTED, R580
 from vllm_runbooks import probe
-from vllm_runbooks.evidence import collect_evidence, load_evidence
+from vllm_runbooks.evidence import Evidence, collect_evidence
+from vllm_runbooks.runs import load_result
 
 PLANTED = list(R575_PLANTED)
 
@@ -41,7 +42,7 @@ def test_r575_incident_bundle(tmp_path: Path) -> None:
     assert logs[0]["name"] == "container-logs.txt" and logs[0]["lines"] > 20
     assert any("found version 12090" in e["text"] for e in logs[0]["first_errors"])
     assert ev.get("interconnect", "rdma_devices")[0] == "mlx5_0" and ev.get("interconnect", "nvlink") == "active"
-    h = ev.headline()
+    h = ev.headline().to_dict()
     assert h["runbook"] == "evidence_capture" and h["figures"]["gpus"] == 8 and h["figures"]["image_cuda"] == "13.0.2"
     assert h["figures"]["driver"] == "575.57.08" and h["figures"]["unavailable_count"] == 0
     blob = all_bytes(tmp_path / "run")
@@ -115,12 +116,12 @@ def test_manifest_load_and_tamper(tmp_path: Path) -> None:
     assert "raw/nvidia-smi-q.xml" in ev.artefacts and "raw/logs/container-logs.txt" in ev.artefacts
     sums = (edir / "SHA256SUMS").read_text()
     assert "evidence.json" in sums and ev.artefacts["raw/os-release"] in sums
-    back = load_evidence(tmp_path / "run")
+    back = load_result(tmp_path / "run", "evidence_capture")
     assert back.items["nvidia"].value == ev.items["nvidia"].value and back.verdict() == ev.verdict()
     (edir / "raw" / "nvidia-smi.txt").write_text("edited after the fact")
     with pytest.raises(ValueError, match="raw/nvidia-smi.txt"):
-        load_evidence(edir)
-    assert load_evidence(edir, verify=False).source == str(R575)
+        Evidence.load(edir)
+    assert Evidence.load(edir, verify=False).source == str(R575)
 
 
 def test_never_overwrites_evidence(tmp_path: Path) -> None:

@@ -201,7 +201,7 @@ def test_sigterm_during_log_capture_leaves_no_temporary_file(tmp_path: Path) -> 
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from vllm_runbooks.evidence.collectors import Context\n"
+        "from vllm_runbooks.evidence.registry import Context\n"
         "from vllm_runbooks.evidence.sources import Source\n"
         "from vllm_runbooks.probe import Options\n"
         "class S:\n"

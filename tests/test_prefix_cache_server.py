@@ -56,7 +56,7 @@ def test_working_on_default_server(target: TargetHandle) -> None:
     v = check.verdict()
     print("working:", {"cached": cached, "queries": d.queries, "hits": d.hits, "verdict": v.verdict})
     assert v.verdict == "working", v.evidence
-    figs = v.headline()["figures"]
+    figs = v.figures
     assert (figs["cached_tokens_first"], figs["cached_tokens_later_min"]) == (0, full_blocks)
     assert figs["block_size"] == BLOCK and figs["block_size_assumed"] is False
     check.close()

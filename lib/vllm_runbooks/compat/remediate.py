@@ -14,7 +14,7 @@ from typing import Any
 
 from vllm_runbooks.records import Record
 
-from . import _html as H
+from .. import display as H
 from .decide import OK_VERDICTS, CompatDecision, decide
 from .facts import UNCONFIRMED, cmp_version, load_facts, parse_cuda_version, parse_version, vstr
 from .lint import LintReport
@@ -137,11 +137,11 @@ class Remediation(Record):
             ("Follow-up", self.follow_up),
         ):
             if items:
-                parts.append(f"<b>{name}</b>" + H.ul(items))
+                parts.append(f"<b>{name}</b>" + H.bullets(items))
         if self.target_branches:
             parts.append(
                 "<b>Target driver branches (from the data)</b>"
-                + H.table(
+                + H.cells_table(
                     ["branch", "type", "end of life", "minimum", "status", "source"],
                     [
                         [
@@ -157,10 +157,10 @@ class Remediation(Record):
                 )
             )
         if self.avoid_branches:
-            parts.append("<b>Avoid</b>" + H.ul(self.avoid_branches))
+            parts.append("<b>Avoid</b>" + H.bullets(self.avoid_branches))
         parts.append(
             "<b>Baseline to save before any change</b>"
-            + H.table(
+            + H.cells_table(
                 ["item", "what", "how"],
                 [[H.esc(b["item"]), H.esc(b["what"]), f"<code>{H.esc(b['how'])}</code>"] for b in self.baseline],
             )
@@ -168,7 +168,9 @@ class Remediation(Record):
         if self.alternatives:
             parts.append(
                 "<b>Considered, not chosen</b>"
-                + H.table(["path", "why not"], [[H.esc(a["path"]), H.esc(a["why_not"])] for a in self.alternatives])
+                + H.cells_table(
+                    ["path", "why not"], [[H.esc(a["path"]), H.esc(a["why_not"])] for a in self.alternatives]
+                )
             )
         return "\n".join(parts)
 
