@@ -241,3 +241,10 @@ def test_versions_take_ascii_digits_and_plausible_compute_capability() -> None:
     assert parse_driver_version("５８０.９５.０５")[0] is None
     assert parse_compute_capability("99999999999999999999.0")[0] is None
     assert parse_compute_capability("9.0")[0] == (9, 0)
+
+
+def test_probe_tar_never_replaces_an_existing_tarball(tmp_path: Path) -> None:
+    (tmp_path / "b.tar.gz").write_bytes(b"earlier bundle")
+    with pytest.raises(FileExistsError, match="never overwrites"):
+        probe.write_bundle(tmp_path / "b", probe.Options(), make_tar=True)
+    assert (tmp_path / "b.tar.gz").read_bytes() == b"earlier bundle"

@@ -226,3 +226,19 @@ def test_a_healthy_run_prints_no_kernel_noise(templates: Path, tmp_path: Path) -
     assert proc.returncode == 0, proc.stderr
     assert "IPKernelApp" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr, proc.stderr
     assert "smoke" in proc.stdout
+
+
+def test_full_width_digits_are_not_numbers_on_the_command_line() -> None:
+    assert runner.coerce_cli_value("１３.０") == "１３.０"
+    assert runner.coerce_cli_value("13.0") == 13.0
+
+
+def test_artefacts_are_written_whole_and_never_over_another(tmp_path: Path) -> None:
+    from vllm_runbooks.artefacts import write_artefact
+
+    first = write_artefact(tmp_path, "a/report.json", {"PGPASSWORD": "artefactPw1", "n": 1})
+    second = write_artefact(tmp_path, "a/report.json", {"n": 2})
+    assert first.name == "report.json" and second.name == "report-2.json"
+    assert json.loads(first.read_text())["n"] == 1 and "artefactPw1" not in first.read_text()
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["report-2.json", "report.json"]
+    assert write_artefact(tmp_path, "t.txt", "name \udcff").read_text() == "name ?"

@@ -624,6 +624,8 @@ def write_bundle(out: Path, opts: Options, make_tar: bool = False) -> dict[str, 
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty; the probe never overwrites a bundle")
+    if make_tar and out.with_name(out.name + ".tar.gz").exists():
+        raise FileExistsError(f"{out.name}.tar.gz exists; the probe never overwrites a bundle")
     out.mkdir(parents=True, exist_ok=True)
     meta: dict[str, Any] = {
         "probe_version": PROBE_VERSION,
@@ -664,7 +666,7 @@ def write_bundle(out: Path, opts: Options, make_tar: bool = False) -> dict[str, 
     (out / "probe.json").write_text(json.dumps(meta, indent=2) + "\n")
     if make_tar:
         tar_path = out.with_name(out.name + ".tar.gz")
-        with tarfile.open(tar_path, "w:gz") as tf:
+        with tarfile.open(tar_path, "x:gz") as tf:  # "x": an existing bundle tarball is never replaced
             tf.add(out, arcname=out.name)
         meta["tar"] = str(tar_path)
     return meta

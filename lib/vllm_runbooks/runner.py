@@ -117,7 +117,13 @@ def new_run_dir(base: Path | None = None, label: str | None = None) -> Path:
 
 
 def coerce_cli_value(text: str) -> Any:
-    """papermill's -p typing: True/False/None, int, float, else the string itself."""
+    """papermill's -p typing: True/False/None, int, float, else the string itself.
+
+    Only ASCII digits make a number: Python reads ``int("１３")`` as 13, and a full-width
+    version typed into a ticket must not pass as one.
+    """
+    if not text.isascii():
+        return text
     if text in ("True", "true"):
         return True
     if text in ("False", "false"):
