@@ -248,3 +248,19 @@ def test_probe_tar_never_replaces_an_existing_tarball(tmp_path: Path) -> None:
     with pytest.raises(FileExistsError, match="never overwrites"):
         probe.write_bundle(tmp_path / "b", probe.Options(), make_tar=True)
     assert (tmp_path / "b.tar.gz").read_bytes() == b"earlier bundle"
+
+
+def test_probe_runs_captures_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    both = threading.Barrier(2, timeout=20)  # passes only if the two captures run at the same time
+
+    def capture(name: str, opts: probe.Options) -> probe.Captured:
+        if name in ("uname.txt", "nproc.txt"):
+            both.wait()
+            return probe.Captured(name, "ok", data=b"x")
+        return probe.Captured(name, "unavailable", reason="not in this test")
+
+    monkeypatch.setattr(probe, "capture", capture)
+    meta = probe.write_bundle(tmp_path / "b", probe.Options())
+    assert meta["captures"]["uname.txt"]["status"] == "ok" and meta["captures"]["nproc.txt"]["status"] == "ok"

@@ -201,11 +201,21 @@ def test_scrubber_covers_every_output_mime_type() -> None:
                     {"output_type": "display_data", "data": {"text/markdown": "PGPASSWORD=mdSecret04"}},
                     {"output_type": "stream", "name": "stdout", "text": ["docker login -p streamPw05 r\n"]},
                 ],
+                "metadata": {"papermill": {"exception": "curl -u bob:cellMetaPw06 failed"}},
             }
-        ]
+        ],
+        "metadata": {"papermill": {"parameters": {"launch_command": "sshpass -p nbMetaPw07 ssh n"}}},
     }
     clean = json.dumps(runner.scrub_notebook_json(nb), ensure_ascii=False)
-    for secret in ("hoverKey01", "bearerTok02abcdef", "sk-plotlyKey03", "mdSecret04", "streamPw05"):
+    for secret in (
+        "hoverKey01",
+        "bearerTok02abcdef",
+        "sk-plotlyKey03",
+        "mdSecret04",
+        "streamPw05",
+        "cellMetaPw06",
+        "nbMetaPw07",
+    ):
         assert secret in json.dumps(nb, ensure_ascii=False)
         assert secret not in clean, secret
     from plotly.offline import get_plotlyjs

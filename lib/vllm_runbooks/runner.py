@@ -513,6 +513,8 @@ _JSON_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
 def scrub_notebook_json(nb: dict[str, Any]) -> dict[str, Any]:
     """The notebook (as JSON) with every cell source and output redacted."""
     nb = dict(nb)
+    if "metadata" in nb:  # papermill keeps the parameters and any exception there
+        nb["metadata"] = redact_markup_obj(nb["metadata"])
     cells = []
     for cell in nb.get("cells") or []:
         if not isinstance(cell, dict):
@@ -521,6 +523,8 @@ def scrub_notebook_json(nb: dict[str, Any]) -> dict[str, Any]:
         cell = dict(cell)
         if "source" in cell:
             cell["source"] = redact_obj(cell["source"])
+        if "metadata" in cell:
+            cell["metadata"] = redact_markup_obj(cell["metadata"])
         if isinstance(cell.get("outputs"), list):
             cell["outputs"] = [_scrub_output(o) for o in cell["outputs"]]
         cells.append(cell)
