@@ -264,3 +264,16 @@ def test_probe_runs_captures_side_by_side(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(probe, "capture", capture)
     meta = probe.write_bundle(tmp_path / "b", probe.Options())
     assert meta["captures"]["uname.txt"]["status"] == "ok" and meta["captures"]["nproc.txt"]["status"] == "ok"
+
+
+def test_stray_begin_private_key_line_does_not_hide_the_incident(tmp_path: Path) -> None:
+    from vllm_runbooks.logs import diagnose_log
+
+    b = _bundle(tmp_path)
+    logs = (b / "container-logs.txt").read_text(encoding="utf-8")
+    (b / "container-logs.txt").write_text(
+        "INFO loading TLS material: -----BEGIN PRIVATE KEY----- (no END line follows)\n" + logs, encoding="utf-8"
+    )
+    ev = collect_evidence(b, run_dir=tmp_path / "run", only=["logs"])
+    stored = tmp_path / "run" / "evidence" / ev.items["logs"].value["files"][0]["stored_as"]
+    assert diagnose_log(stored).label == "driver_too_old"
