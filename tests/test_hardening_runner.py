@@ -166,12 +166,18 @@ def test_recorded_result_replaces_the_running_entry_and_is_signed(tmp_path: Path
 
 
 def test_runs_and_compare_survive_non_object_run_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    for name, content in (("a", "[1, 2]"), ("b", '{"runbooks": [3, {"name": "x", "headline": "no"}]}')):
+    contents = (
+        ("a", "[1, 2]"),
+        ("b", '{"runbooks": [3, {"name": "x", "headline": "no"}]}'),
+        ("c", "[" * 100_000 + "]" * 100_000),
+    )
+    for name, content in contents:
         (tmp_path / name).mkdir()
         (tmp_path / name / "run.json").write_text(content)
     runs = list_runs(tmp_path)
-    assert [r.status for r in runs] == ["unreadable", "unreadable"]
+    assert [r.status for r in runs] == ["unreadable", "unreadable", "unreadable"]
     assert "not an object" in (runs[0].reason or "") and "not an object" in (runs[1].reason or "")
+    assert "nested too deeply" in (runs[2].reason or "")
     assert main(["runs", "--base", str(tmp_path)]) == 0
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
 

@@ -450,13 +450,29 @@ def _keep_real_paths(raw: Mapping[str, Any], params: dict[str, Any]) -> None:
             params[key] = value
 
 
+#: A run.json larger than this is not read (a record of a few runbooks is a few KiB).
+RUN_JSON_MAX_BYTES = 64 * 1024 * 1024
+
+
+def read_run_json(path: Path) -> Any:
+    """run.json's content, bounded: ValueError when too big, too deep or not JSON; OSError when unreadable."""
+    with path.open("rb") as handle:
+        raw = handle.read(RUN_JSON_MAX_BYTES + 1)
+    if len(raw) > RUN_JSON_MAX_BYTES:
+        raise ValueError(f"larger than {RUN_JSON_MAX_BYTES} bytes")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 def _check_run_json(run_dir: Path) -> None:
     """Refuse to add to a run whose record cannot be read: the result would be lost."""
     path = run_dir / RUN_JSON
     if not path.exists():
         return
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_run_json(path)
         if not isinstance(data, dict) or not isinstance(data.get("runbooks"), list):
             raise ValueError("not a run record")
         if not all(isinstance(entry, dict) for entry in data["runbooks"]):
@@ -677,7 +693,7 @@ def _record_run_locked(run_dir: Path, entry: dict[str, Any], entry_id: str | Non
     data: dict[str, Any] | None = None
     if path.exists():
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_run_json(path)
         except (OSError, UnicodeDecodeError, ValueError):
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("runbooks"), list):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .records import Record
-from .runner import DEFAULT_RUNS_DIR, RUN_JSON, is_run_bookkeeping, run_json_digest, sha256_file
+from .runner import DEFAULT_RUNS_DIR, RUN_JSON, is_run_bookkeeping, read_run_json, run_json_digest, sha256_file
 
 
 @dataclasses.dataclass
@@ -37,7 +37,7 @@ def summarise_run(run_dir: str | Path, verify: bool = False) -> RunSummary:
     """run.json → RunSummary; with ``verify`` the artefacts' sha256 are checked against it."""
     path = Path(run_dir)
     try:
-        data = json.loads((path / RUN_JSON).read_text(encoding="utf-8"))
+        data = read_run_json(path / RUN_JSON)
     except FileNotFoundError:
         return RunSummary(str(path), "unreadable", reason="no run.json (interrupted before the first runbook ended?)")
     except (OSError, ValueError) as exc:

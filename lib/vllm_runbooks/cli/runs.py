@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     runs.add_argument(
         "--verify",
         action="store_true",
-        help="check every artefact's sha256, files missing from the manifest and run.json's own signature",
+        help="check every artefact's sha256, files the manifest does not list, and run.json's own signature",
     )
     runs.add_argument("--format", choices=("text", "json"), default="text")
     runs.set_defaults(func=cmd_runs)
