@@ -317,6 +317,8 @@ def _redact_cli(text: str) -> str:
         spans: list[tuple[int, int]] = []
         at = m.end()
         while len(spans) < _CLI_MAX_TOKENS and (tm := _CLI_TOKEN.match(text, at)):
+            if _CLI_TOOL.fullmatch(tm.group(1)):
+                break  # the next tool's words are its own: each word is read once
             spans.append((tm.start(1), tm.end(1)))
             at = tm.end()
         words = [text[a:b] for a, b in spans]
