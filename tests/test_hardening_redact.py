@@ -91,3 +91,35 @@ def test_token_cut_at_the_line_cap_keeps_no_readable_head() -> None:
     assert "line cut at" in out and out.startswith("x x")
     whole = red("w" * 3000)
     assert "www" not in whole and "line cut at 0" in whole
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "docker ",
+        "docker login -p ",
+        "curl -u ",
+        "mysql -p",
+        "-----BEGIN PRIVATE KEY-----",
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\\n",
+        '\\"api_key\\": ',
+        '\\\\\\"k',
+        "KEY\t",
+        "KEY\\t",
+        "http://a@",
+        "nvapi-",
+        "glpat-",
+        "&#x27;api_key&#x27;: ",
+    ],
+)
+def test_new_shapes_stay_linear(unit: str) -> None:
+    """Like test_redact's linearity check, for the shapes added here (a benchmark-sized margin)."""
+    import time
+
+    from vllm_runbooks.redact import redact_markup
+
+    text = unit * (200_000 // len(unit))
+    t0 = time.perf_counter()
+    out = redact_markup(text)
+    assert time.perf_counter() - t0 < 3.0
+    assert redact_markup(out) == out
