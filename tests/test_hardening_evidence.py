@@ -277,3 +277,9 @@ def test_stray_begin_private_key_line_does_not_hide_the_incident(tmp_path: Path)
     ev = collect_evidence(b, run_dir=tmp_path / "run", only=["logs"])
     stored = tmp_path / "run" / "evidence" / ev.items["logs"].value["files"][0]["stored_as"]
     assert diagnose_log(stored).label == "driver_too_old"
+
+
+@pytest.mark.parametrize("bad", [-5, 0, 10**9, float("nan"), True])
+def test_collector_timeout_is_bounded_in_the_library_too(tmp_path: Path, bad: float) -> None:
+    with pytest.raises(ValueError, match="collector_timeout_s"):
+        collect_evidence(R575, run_dir=tmp_path / "run", collector_timeout_s=bad)

@@ -47,6 +47,10 @@ def open_source(source: str | Path, opts: Options) -> Source:
     return BundleSource(p)
 
 
+#: A collector bound beyond a day is a typo, not a plan (and a negative one abandons everything).
+MAX_COLLECTOR_TIMEOUT_S = 24 * 3600
+
+
 def collect_evidence(
     source: str | Path = "local",
     run_dir: str | Path | None = None,
@@ -66,6 +70,12 @@ def collect_evidence(
     tool or bad input: each gap is an ``unavailable`` item with its reason. Refuses to write
     into an evidence directory that already has content (runs are immutable).
     """
+    if (
+        isinstance(collector_timeout_s, bool)
+        or not isinstance(collector_timeout_s, int | float)
+        or not 0 < collector_timeout_s <= MAX_COLLECTOR_TIMEOUT_S
+    ):
+        raise ValueError(f"collector_timeout_s must be a number of seconds in (0, {MAX_COLLECTOR_TIMEOUT_S}]")
     rd = resolve_run_dir(run_dir)
     out = rd / "evidence"
     if out.exists() and any(out.iterdir()):
