@@ -31,7 +31,6 @@ from vllm_runbooks.canary import (
     png_data_url,
     register,
     run_canary,
-    save_report,
     skipped,
 )
 from vllm_runbooks.canary.serverlog import parse_server_log
@@ -347,7 +346,7 @@ def test_save_report_writes_redacted_artefacts_and_never_overwrites(tmp_path: Pa
     steps = [_step("model_load", Status.FAIL), _step("short_text", Status.PASS)]
     steps[0].evidence = f"Authorization: Bearer {secret}"
     report = CanaryReport("http://x", "m", "2026-01-01T00:00:00Z", 1.0, overall_verdict(steps), steps)
-    first = save_report(report, tmp_path)
+    first = report.save(tmp_path)
     assert first == tmp_path / "canary" / "canary_report.json"
     saved = first.read_text()
     assert secret not in saved and CanaryReport.from_dict(json.loads(saved)).verdict == "fail"
@@ -355,7 +354,7 @@ def test_save_report_writes_redacted_artefacts_and_never_overwrites(tmp_path: Pa
     assert secret not in step_file.read_text() and json.loads(step_file.read_text())["status"] == "fail"
     assert (tmp_path / "canary" / "steps" / "short_text.json").is_file()
     report.verdict = "pass"
-    second = save_report(report, tmp_path)  # the cell run again: new files, the first untouched
+    second = report.save(tmp_path)  # the cell run again: new files, the first untouched
     assert second is not None and second.name == "canary_report-2.json"
     assert first.read_text() == saved and (tmp_path / "canary" / "steps" / "model_load-2.json").is_file()
-    assert save_report(report, None) is None
+    assert report.save(None) is None

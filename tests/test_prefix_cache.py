@@ -567,6 +567,11 @@ def test_planted_secrets_never_reach_snippets_html_scraps_or_check_json(tmp_path
     saved = path.read_text(encoding="utf-8")
     assert "PLANT" not in saved and "<redacted:" in saved
     assert json.loads(saved)["mismatch"]["cause"] == "system_prompt"
+    from vllm_runbooks.runs import load_result
+
+    back = load_result(run_dir, "prefix_cache_check")  # typed, nested records and all
+    assert back.mismatch.cause == "system_prompt" and back.mismatch.example.looks_like == "timestamp"
+    assert back.headline() == check.result().headline()
     # A second save never overwrites the first.
     path.write_text('{"kept": true}\n', encoding="utf-8")
     second = check.save(run_dir)

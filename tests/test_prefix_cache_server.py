@@ -194,3 +194,7 @@ def test_runbook_04_headline(target: TargetHandle, tmp_path: Path) -> None:
         "runbook:", {k: figs[k] for k in ("cached_tokens_later_min", "queries_delta", "hits_delta")}, result.duration_s
     )
     assert "prefix_cache/check.json" in load_run(run_dir)["artefacts"]
+    from vllm_runbooks.runs import load_result
+
+    saved = load_result(run_dir, "prefix_cache_check")
+    assert saved.headline().to_dict() == result.headline and saved.experiment.observations[1].cached_tokens > 0

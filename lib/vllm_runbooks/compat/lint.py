@@ -38,6 +38,8 @@ SEVERITIES = ("error", "warning", "info", "ok")
 
 @dataclass
 class LintFinding(Record):
+    """One finding: the flag, why it matters, what to change, and the source."""
+
     SCHEMA = "lint_finding"
     severity: str  # error | warning | info | ok
     flag: str
@@ -67,13 +69,16 @@ class LintReport(Record):
 
     @property
     def errors(self) -> list[LintFinding]:
+        """Findings that would break the launch."""
         return [f for f in self.findings if f.severity == "error"]
 
     @property
     def warnings(self) -> list[LintFinding]:
+        """Findings that degrade it or look wrong."""
         return [f for f in self.findings if f.severity == "warning"]
 
     def by_flag(self, flag: str) -> list[LintFinding]:
+        """Findings about one flag."""
         return [f for f in self.findings if f.flag == flag]
 
     def _repr_html_(self) -> str:

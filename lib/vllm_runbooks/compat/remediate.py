@@ -86,6 +86,8 @@ class OrgConstraints(Record):
 
 @dataclass
 class TargetBranch(Record):
+    """A driver branch the remediation may move to, with its minimum release and source."""
+
     SCHEMA = "target_branch"
     branch: str
     type: str
@@ -118,6 +120,7 @@ class Remediation(Record):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Remediation:
+        """Rebuild with target branches and constraints typed."""
         d = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
         d["target_branches"] = [TargetBranch.from_dict(t) for t in data.get("target_branches") or []]
         d["constraints"] = OrgConstraints.from_dict(data.get("constraints") or {})

@@ -33,18 +33,22 @@ class Item:
 
     @classmethod
     def ok(cls, value: dict[str, Any], artefacts: list[str] | None = None, reason: str | None = None) -> Item:
+        """An established value."""
         return cls(OK, reason, value, list(artefacts or []))
 
     @classmethod
     def partial(cls, value: dict[str, Any], reason: str, artefacts: list[str] | None = None) -> Item:
+        """A value with gaps, and the reason for them."""
         return cls(PARTIAL, reason, value, list(artefacts or []))
 
     @classmethod
     def unavailable(cls, reason: str, value: dict[str, Any] | None = None, artefacts: list[str] | None = None) -> Item:
+        """Nothing established, and why (never a silent gap)."""
         return cls(UNAVAILABLE, reason, dict(value or {}), list(artefacts or []))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Item:
+        """Read one item from evidence.json, tolerant of missing keys."""
         return cls(
             status=str(data.get("status", UNAVAILABLE)),
             reason=data.get("reason"),
@@ -77,6 +81,7 @@ class Evidence(ResultMixin, Record):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Evidence:
+        """Rebuild with every item typed."""
         base = super().from_dict({k: v for k, v in data.items() if k != "items"})
         base.items = {k: Item.from_dict(v) for k, v in (data.get("items") or {}).items()}
         return base
@@ -227,26 +232,31 @@ class Evidence(ResultMixin, Record):
         return section(self, name)
 
     def gpu_table(self) -> Any:
+        """One row per GPU."""
         from .display import gpu_table
 
         return gpu_table(self)
 
     def memory_figure(self) -> Any:
+        """GPU memory per GPU (a figure that displays itself)."""
         from .display import memory_figure
 
         return memory_figure(self)
 
     def topology_figure(self) -> Any:
+        """The GPU topology matrix (a figure that displays itself)."""
         from .display import topology_figure
 
         return topology_figure(self)
 
     def logs_view(self) -> Any:
+        """The stored logs and their first errors."""
         from .display import logs_view
 
         return logs_view(self)
 
     def unavailable_table(self) -> Any:
+        """What could not be established, and why."""
         from .display import unavailable_table
 
         return unavailable_table(self)

@@ -1,11 +1,12 @@
-"""The prefix-cache check as one object, so runbook 04's cells are one call each.
+"""The prefix-cache check as one object that runs runbook 04's steps against one endpoint.
 
 Each step returns a result that displays itself and is kept on the check, so ``verdict()`` and
-``glue_all()`` see everything that ran. Steps that cannot run (no endpoint, no JSONL, retention
-not asked for) return a result that says so; nothing here raises to the notebook.
+``result()`` see everything that ran (``prefix_cache.stage.run`` drives every step in order).
+Steps that cannot run (no endpoint, no JSONL, retention not asked for) return a result that
+says so; nothing here raises to the notebook.
 
-The notebook and the run directory are shared evidence: ``scraps()`` (what ``glue_all`` puts in
-the notebook) is redacted, and ``save`` writes through ``write_artefact`` (redacted, a new file,
+The notebook and the run directory are shared evidence: ``scraps()`` (what ``glue_result`` puts
+in the notebook) is redacted, and ``save`` writes through ``write_artefact`` (redacted, a new file,
 never over another).
 """
 

@@ -55,11 +55,13 @@ class Enablement(Record):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Enablement:
+        """Rebuild with the readings typed."""
         base = super().from_dict(data)
         base.readings = [r if isinstance(r, SourceReading) else SourceReading.from_dict(r) for r in base.readings]
         return base
 
     def reading(self, source: str) -> SourceReading | None:
+        """One source's reading by name, or None."""
         return next((r for r in self.readings if r.source == source), None)
 
     def _repr_html_(self) -> str:
@@ -137,6 +139,7 @@ def _non_default_reading(line: str) -> SourceReading:
 
 
 def from_cache_config(cache_config: dict[str, str] | None, failure: str = "") -> SourceReading:
+    """What the running engine reports in ``vllm:cache_config_info`` (authoritative)."""
     if not cache_config:
         return SourceReading("cache_config_info", UNAVAILABLE, failure or "no vllm:cache_config_info on /metrics")
     raw = cache_config.get("enable_prefix_caching")
@@ -223,6 +226,7 @@ class LaunchAndLog(Record):
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:  # the log itself stays out of scraps: it can be megabytes
+        """Plain JSON with the log replaced by its length: the log itself can be megabytes."""
         data = super().to_dict()
         data["log_text"] = None if self.log_text is None else f"<{len(self.log_text)} chars>"
         return data
