@@ -118,3 +118,80 @@ def test_bounded_iter_lines_counts_and_cuts(tmp_path: Path) -> None:
         (3, "c", False),
     ]
     assert notes == ["line 2: longer than 10 bytes, cut"]
+
+
+# -- the same class elsewhere: records read back, bundle JSON, parsers, artefact writes -----------------
+DEEP = "[" * 200_000
+
+
+def test_hand_made_evidence_and_run_records_nested_deep(tmp_path: Path) -> None:
+    from vllm_runbooks import runs, stage
+    from vllm_runbooks.evidence.model import Evidence
+
+    (tmp_path / "evidence.json").write_text(DEEP)
+    with pytest.raises(stage.ArtefactError, match="nested too deeply"):
+        Evidence.load(tmp_path / "evidence.json")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "decision.json").write_text(DEEP)
+    with pytest.raises(stage.ArtefactError, match="nested too deeply"):
+        stage.read_artefact_json(run, "decision.json")
+    (run / "run.json").write_text(DEEP)
+    with pytest.raises(stage.ArtefactError, match="run manifest unreadable"):
+        stage.verify_artefact(run, run / "decision.json")
+    assert "run.json" in runs.load_results(run).refused
+
+
+def test_bundle_json_nested_deep_is_a_clear_finding(tmp_path: Path) -> None:
+    import shutil
+
+    from vllm_runbooks.evidence import collect_evidence
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "incidents" / "k3-cu130-on-r575", bundle)
+    (bundle / "docker-info.json").write_text(DEEP)
+    ev = collect_evidence(str(bundle), run_dir=tmp_path / "run", only=["container_runtime"])
+    item = ev.items["container_runtime"]
+    assert "nested too deeply" in (item.reason or ""), item.reason
+    assert "RecursionError" not in (item.reason or "")
+
+
+def test_parsers_take_ascii_digits_only() -> None:
+    from vllm_runbooks.evidence import parsers as P
+
+    assert P.parse_meminfo("MemTotal:       １２３４ kB\n") is None
+    assert P.parse_df_bytes("Filesystem 1K-blocks Used\nshm ²³ 0\n") is None  # '²'.isdigit() is True
+    assert P.driver_branch("５７５.５７.０８") is None
+    assert P.parse_meminfo("MemTotal:       1234 kB\n") == 1234 * 1024
+
+
+def test_context_keep_leaves_no_half_artefact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vllm_runbooks.evidence import registry
+
+    ctx = registry.Context(source=None, opts=None, out_dir=tmp_path)  # type: ignore[arg-type]
+
+    def half_then_die(self: Path, data: bytes) -> int:
+        with open(self, "wb") as f:
+            f.write(data[: len(data) // 2])
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Path, "write_bytes", half_then_die)
+    with pytest.raises(OSError):
+        ctx.keep("nvidia-smi.txt", b"x" * 1000)
+    assert list((tmp_path / "raw").iterdir()) == []
+
+
+def test_probe_bundle_two_logs_of_one_name_and_no_temporaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vllm_runbooks import probe
+
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "vllm.log").write_text(f"log {d}\n")
+    monkeypatch.setattr(probe, "BUNDLE_FILES", ("uname.txt",))
+    opts = probe.Options(log_paths=[str(tmp_path / "a" / "vllm.log"), str(tmp_path / "b" / "vllm.log")])
+    meta = probe.write_bundle(tmp_path / "out", opts)
+    assert sorted(meta["logs"]) == ["vllm-2.log", "vllm.log"]
+    assert (tmp_path / "out" / "logs" / "vllm.log").read_text() == "log a\n"
+    assert (tmp_path / "out" / "logs" / "vllm-2.log").read_text() == "log b\n"
+    names = [p.name for p in (tmp_path / "out").rglob("*")]
+    assert not [n for n in names if n.endswith(".tmp")], names

@@ -227,10 +227,9 @@ def redact_bytes(name: str, data: bytes) -> bytes:
     text = data.decode("utf-8", "replace")
     if name.endswith(".json"):
         try:
-            obj = json.loads(text)
-        except ValueError:
+            return (json.dumps(_redact.redact_obj(json.loads(text)), indent=4, ensure_ascii=False) + "\n").encode()
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply: redacted as text
             return _redact.redact_text(text).encode()
-        return (json.dumps(_redact.redact_obj(obj), indent=4, ensure_ascii=False) + "\n").encode()
     if name in {"env.txt", "environ"} or name.endswith(".env"):
         sep = "\0" if "\0" in text else "\n"
         lines = []
@@ -619,6 +618,18 @@ def safe_log_name(name: str) -> str:
 
 
 # --- bundle writer --------------------------------------------------------------------------
+def _write_new(path: Path, data: bytes) -> None:
+    """Write a bundle file whole under a temporary name, then rename: a killed probe leaves no half file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "xb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
 def write_bundle(out: Path, opts: Options, make_tar: bool = False) -> dict[str, Any]:
     """Capture everything into ``out`` (a new or empty directory) and write probe.json."""
     out = Path(out)
@@ -655,15 +666,24 @@ def write_bundle(out: Path, opts: Options, make_tar: bool = False) -> dict[str, 
         got = captured[i]
         meta["captures"][name] = got.meta()
         if got.data is not None:
-            (out / name).write_bytes(got.data)
+            _write_new(out / name, got.data)
     for path in opts.log_paths:
         dest = out / "logs" / safe_log_name(path)
+        n = 1
+        while dest.name in meta["logs"]:  # two logs of one name (a/vllm.log, b/vllm.log) both kept
+            n += 1
+            dest = out / "logs" / f"{Path(safe_log_name(path)).stem}-{n}{Path(safe_log_name(path)).suffix}"
+        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
         try:
             with open_log(path) as stream:
-                meta["logs"][dest.name] = {"source": _redact_str(str(path)), **store_log(stream, dest)}
+                meta["logs"][dest.name] = {"source": _redact_str(str(path)), **store_log(stream, tmp)}
+            os.replace(tmp, dest)
         except (OSError, EOFError) as e:
             meta["logs"][dest.name] = {"source": _redact_str(str(path)), "error": _redact_str(str(e))}
-    (out / "probe.json").write_text(json.dumps(meta, indent=2) + "\n")
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+    _write_new(out / "probe.json", (json.dumps(meta, indent=2) + "\n").encode())
     if make_tar:
         tar_path = out.with_name(out.name + ".tar.gz")
         with tarfile.open(tar_path, "x:gz") as tf:  # "x": an existing bundle tarball is never replaced

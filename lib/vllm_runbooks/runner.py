@@ -741,7 +741,8 @@ def is_run_bookkeeping(rel: Path) -> bool:
 
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:
-    return json.loads((Path(run_dir) / RUN_JSON).read_text(encoding="utf-8"))
+    """A run's run.json, read with the size and depth bound of every run.json read."""
+    return read_run_json(Path(run_dir) / RUN_JSON)  # type: ignore[no-any-return]
 
 
 _PACKAGES = (

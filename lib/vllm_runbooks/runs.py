@@ -222,7 +222,7 @@ def load_results(run_dir: str | Path) -> RunResults:
 
     out = RunResults(run_dir=str(run_dir))
     try:
-        names = [e.get("name") for e in json.loads((Path(run_dir) / RUN_JSON).read_text(encoding="utf-8"))["runbooks"]]
+        names = [e.get("name") for e in read_run_json(Path(run_dir) / RUN_JSON)["runbooks"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         out.refused["run.json"] = f"unreadable: {exc}"
         return out

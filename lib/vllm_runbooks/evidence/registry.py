@@ -110,7 +110,13 @@ class Context:
         dest = self.out_dir / rel
         with _write_permit(rel):
             dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(data)
+            # written whole under a temporary name, then renamed: a killed run leaves no half artefact
+            tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+            try:
+                tmp.write_bytes(data)
+                tmp.replace(dest)
+            finally:
+                tmp.unlink(missing_ok=True)
         return rel
 
     def keep_log(self, rel: str, stream: IO[bytes], max_seconds: float | None = None) -> dict[str, Any]:

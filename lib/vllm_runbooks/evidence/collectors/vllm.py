@@ -19,7 +19,9 @@ def collect_vllm(ctx: Context) -> Item:
     if img and img.value:
         env = img.value.get("env") or {}
         labels = img.value.get("labels") or {}
-        tag = re.search(r":v?(\d+\.\d+\.\d+[\w.+]*?)(?:-cu\d+|-ubuntu\d+|-aarch64)*$", img.value.get("ref") or "")
+        tag = re.search(
+            r":v?(\d+\.\d+\.\d+[\w.+]*?)(?:-cu\d+|-ubuntu\d+|-aarch64)*$", img.value.get("ref") or "", re.ASCII
+        )
         sources["image"] = env.get("VLLM_VERSION") or labels.get("vllm.version") or (tag.group(1) if tag else None)
         commit = labels.get("vllm.commit")
     logs = ctx.results.get("logs")
