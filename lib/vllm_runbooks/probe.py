@@ -64,6 +64,7 @@ _redact = _load_redact()
 # END-REDACT-LOADER
 
 DEFAULT_TIMEOUT_S = 20.0
+COLLECT_ENV_TIMEOUT_S = 120.0  # only with --collect-env: it imports torch and vLLM
 CAPTURE_THREADS = 8
 MAX_CAPTURE_BYTES = 16 * 1024 * 1024  # one command's stdout kept in memory
 LOG_CAP_BYTES = 8 * 1024 * 1024  # stored per log: head + tail halves
@@ -96,6 +97,70 @@ CUDA_PROBE_SCRIPT = (
     "except Exception as e:\n"
     "    print(type(e).__name__+':', e); sys.exit(3)\n"
 )
+
+# Facts about the Python that runs vLLM, read WITHOUT importing vLLM or torch: package versions
+# from their version files and dist-info, torch's CUDA from the text of torch/version.py. Takes a
+# few tens of milliseconds where ``python -m vllm.collect_env`` takes 7-18 s (it imports torch and
+# vLLM and shells out). Runs in the target interpreter (``--python``); Python >= 3.8, stdlib only.
+PYTHON_ENV_SCRIPT = r"""
+import json, os, re, sys
+from importlib import util
+try:
+    from importlib import metadata
+except ImportError:
+    metadata = None
+
+def text(path, limit=65536):
+    try:
+        with open(path, "rb") as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+def assigned(src, name):
+    m = re.search(r"^[ \t]*%s[ \t]*(?::[^=\n]*)?=[ \t]*(?:\w+[ \t]*=[ \t]*)?(['\"])([!-~]{1,100}?)\1" % name, src, re.M)
+    return m.group(2) if m else None
+
+def dist_of(top, where):
+    if metadata is not None:
+        try:
+            return top, metadata.version(top)
+        except Exception:
+            pass
+    parent = os.path.dirname(where)
+    try:
+        entries = sorted(os.listdir(parent))
+    except OSError:
+        return None, None
+    for entry in entries:
+        m = re.match(r"^(%s[-_.][A-Za-z0-9_.]+|%s)-([!-~]+)\.dist-info$" % (top, top), entry, re.I)
+        if m and top in text(os.path.join(parent, entry, "top_level.txt"), 4096).split():
+            return m.group(1), m.group(2)
+    return None, None
+
+def package(top, version_file, fields):
+    try:
+        spec = util.find_spec(top)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    where = list(spec.submodule_search_locations)[0]
+    src = text(os.path.join(where, version_file))
+    out = {"location": where, "version": assigned(src, "__version__") or assigned(src, "version")}
+    out["distribution"], out["distribution_version"] = dist_of(top, where)
+    out["version"] = out["version"] or out["distribution_version"]
+    for key, names in fields.items():
+        out[key] = next((v for v in (assigned(src, n) for n in names) if v), None)
+    return out
+
+print(json.dumps({
+    "python": {"version": sys.version.split()[0], "executable": sys.executable,
+               "implementation": sys.implementation.name},
+    "vllm": package("vllm", "_version.py", {"commit": ["__commit_id__", "commit_id"]}),
+    "torch": package("torch", "version.py", {"cuda": ["cuda"], "git_version": ["git_version"]}),
+}, indent=2))
+"""
 
 
 @dataclass
@@ -130,6 +195,7 @@ class Options:
     probe_image: bool = False
     timeout_s: float = DEFAULT_TIMEOUT_S
     python: str = sys.executable or "python3"
+    collect_env: bool = False  # python -m vllm.collect_env: 7-18 s; python-env.json has the versions
 
 
 # --- bounded primitives ---------------------------------------------------------------------
@@ -275,6 +341,7 @@ BUNDLE_FILES: tuple[str, ...] = (
     "image-inspect.json",
     "container-inspect.json",
     "container-logs.txt",
+    "python-env.json",
     "collect_env.txt",
     "env.txt",
     "launch-command.txt",
@@ -327,8 +394,13 @@ def _capture_raw(name: str, opts: Options) -> Captured:
         if not opts.container:
             return Captured(name, "unavailable", reason="no container given")
         return run(["docker", "logs", "--timestamps", opts.container], max(t, 60.0))
+    if name == "python-env.json":
+        return run([opts.python, "-c", PYTHON_ENV_SCRIPT], t)
     if name == "collect_env.txt":
-        return run([opts.python, "-m", "vllm.collect_env"], max(t, 120.0))
+        if not opts.collect_env:
+            why = "skipped: not requested (--collect-env); python-env.json has the versions"
+            return Captured(name, "unavailable", reason=why)
+        return run([opts.python, "-m", "vllm.collect_env"], max(t, COLLECT_ENV_TIMEOUT_S))
     if name == "env.txt":
         pid = opts.pid or (None if opts.launch_command or opts.container else _detected_pid())
         if pid:
@@ -725,6 +797,17 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--pid", type=int, help="running vLLM process: read its cmdline and environ")
     p.add_argument("--endpoint", help="vLLM base URL, e.g. http://127.0.0.1:8000 (GET /version)")
     p.add_argument("--probe-image", action="store_true", help="start the image once with a CUDA init check")
+    p.add_argument(
+        "--python",
+        default=sys.executable or "python3",
+        help="the Python that runs vLLM, when it is not this one: its vLLM/torch versions go to python-env.json",
+    )
+    p.add_argument(
+        "--collect-env",
+        action="store_true",
+        help="also run `PYTHON -m vllm.collect_env` into collect_env.txt (slow: it imports torch and vLLM, "
+        f"7-18 s; bounded by max(--timeout, {COLLECT_ENV_TIMEOUT_S:g} s)); off by default",
+    )
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per command")
     p.add_argument("--tar", action="store_true", help="also write OUT.tar.gz")
     return p
@@ -740,6 +823,8 @@ def options_from_args(args: argparse.Namespace) -> Options:
         endpoint=args.endpoint,
         probe_image=bool(args.probe_image),
         timeout_s=float(args.timeout),
+        python=getattr(args, "python", None) or sys.executable or "python3",
+        collect_env=bool(getattr(args, "collect_env", False)),
     )
 
 

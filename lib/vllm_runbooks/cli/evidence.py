@@ -17,8 +17,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "probe",
         help="capture this node's evidence into a bundle directory (redacted)",
         description="Capture nvidia-smi, NVML-free driver facts, docker/toolkit, image and container "
-        "inspect, logs and env into a bundle (docs/BUNDLE.md). With --write-script, write a "
-        "self-contained stdlib-only probe to copy onto a node where nothing can be installed.",
+        "inspect, logs, env and the vLLM/torch versions (read without importing them; the slow "
+        "`python -m vllm.collect_env` only with --collect-env) into a bundle (docs/BUNDLE.md). "
+        "With --write-script, write a self-contained stdlib-only probe to copy onto a node where "
+        "nothing can be installed.",
     )
     p.add_argument("--write-script", metavar="PATH", help="write the single-file probe (redact.py inlined) and exit")
     probe.build_parser(p)

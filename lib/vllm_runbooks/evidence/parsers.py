@@ -529,6 +529,32 @@ def commit_from_version(version: str | None) -> str | None:
     return m.group(1) if m else None
 
 
+def parse_python_env(text: str) -> dict[str, Any]:
+    """The probe's ``python-env.json`` → vLLM/torch versions, vLLM commit and torch's CUDA.
+
+    Why a parser of our own file: it is the cheap stand-in for collect_env (no torch import), and a
+    bundle may be hand-made, so every field is checked for type before it is used.
+    """
+    data = _load_json(text, "python-env.json")
+    if not isinstance(data, dict):
+        raise ParseError("python-env.json is not an object")
+
+    def field(pkg: str, key: str) -> str | None:
+        entry = data.get(pkg)
+        value = entry.get(key) if isinstance(entry, dict) else None
+        return value if isinstance(value, str) and value.strip() else None
+
+    py = data.get("python")
+    return {
+        "vllm_version": field("vllm", "version"),
+        "vllm_commit": field("vllm", "commit"),
+        "vllm_distribution": field("vllm", "distribution"),
+        "torch_version": field("torch", "version"),
+        "torch_cuda": field("torch", "cuda"),
+        "python": py.get("version") if isinstance(py, dict) and isinstance(py.get("version"), str) else None,
+    }
+
+
 def parse_collect_env(text: str) -> dict[str, Any]:
     """``python -m vllm.collect_env`` → the ``Key: value`` facts it prints (vLLM, torch, CUDA…)."""
     if not text or ":" not in text:
