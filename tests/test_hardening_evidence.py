@@ -171,7 +171,8 @@ def test_hostile_probe_json_is_ignored_with_the_reason(tmp_path: Path, content: 
     assert not crashed, crashed
 
 
-def test_xz_bz2_logs_are_decompressed_and_zstd_refused(tmp_path: Path) -> None:
+def test_xz_bz2_zstd_logs_are_decompressed_and_a_damaged_zstd_said(tmp_path: Path) -> None:
+    zstandard = pytest.importorskip("zstandard")
     b = _bundle(tmp_path)
     (b / "logs").mkdir(exist_ok=True)
     line = (DRIVER_LINE + "\n").encode()
@@ -179,12 +180,25 @@ def test_xz_bz2_logs_are_decompressed_and_zstd_refused(tmp_path: Path) -> None:
     (b / "logs" / "b.log.bz2").write_bytes(bz2.compress(line))
     (b / "logs" / "c.log.gz").write_bytes(gzip.compress(line))
     (b / "logs" / "d.log.zst").write_bytes(b"\x28\xb5\x2f\xfd" + b"\0" * 32)
+    (b / "logs" / "e.log.zst").write_bytes(zstandard.ZstdCompressor().compress(line * 100))
+    (b / "logs" / "f.log").write_bytes(b"BZh is how this plain log starts\n" + line)
     ev = collect_evidence(b, run_dir=tmp_path / "run", only=["logs"])
     item = ev.items["logs"]
     files = {f["name"]: f for f in item.value["files"]}
-    for name in ("a.log.xz", "b.log.bz2", "c.log.gz"):
+    for name in ("a.log.xz", "b.log.bz2", "c.log.gz", "e.log.zst", "f.log"):
         assert DRIVER_LINE in (tmp_path / "run" / "evidence" / files[name]["stored_as"]).read_text(), name
-    assert "d.log.zst" not in files and "zstd" in (item.reason or "")
+    assert "zstd stream ends after 0 bytes" in files["d.log.zst"]["stopped"]
+
+
+def test_zstd_log_refused_where_zstandard_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # the single-file probe on a bare node
+    b = _bundle(tmp_path)
+    (b / "logs").mkdir(exist_ok=True)
+    (b / "logs" / "d.log.zst").write_bytes(b"\x28\xb5\x2f\xfd" + b"\0" * 32)
+    ev = collect_evidence(b, run_dir=tmp_path / "run", only=["logs"])
+    item = ev.items["logs"]
+    assert "d.log.zst" not in {f["name"] for f in item.value["files"]}
+    assert "zstandard package is not installed" in (item.reason or "")
 
 
 def test_write_script_never_overwrites(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

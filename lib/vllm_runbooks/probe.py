@@ -497,30 +497,87 @@ def open_log(path: str | Path) -> BinaryIO:
     return decompressing(open(path, "rb"))  # noqa: SIM115 - the caller closes it
 
 
-def decompressing(f: Any) -> Any:
-    """``f`` itself, or a decompressing reader when it starts with gzip, bzip2 or xz magic bytes.
+def compression_of(head: bytes) -> str | None:
+    """The compression a stream starts with, by its magic bytes: gzip, bzip2, xz, zstd, or None.
 
-    zstd has no reader in the standard library: such a log is refused (OSError) rather than
-    stored as compressed bytes that look like a log.
+    The one table of compressed-log formats (names do not count: a ``.log`` may be gzip and a
+    ``.gz`` may be plain). bzip2 is matched with its block magic, so a text log that happens to
+    start with "BZh" is not taken for one. ``head`` should hold the first 16 bytes or more.
     """
-    head = f.peek(6)[:6] if hasattr(f, "peek") else b""
-    if not head and f.seekable():
-        head = f.read(6)
-        f.seek(0)
     if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return "xz"
+    if head.startswith(b"\x28\xb5\x2f\xfd"):
+        return "zstd"
+    if re.match(rb"BZh[1-9]1AY&SY", head):
+        return "bzip2"
+    return None
+
+
+def decompressing(f: Any) -> Any:
+    """``f`` itself, or a decompressing reader (with ``readline``) when ``f`` is compressed.
+
+    gzip, bzip2 and xz come from the standard library. zstd needs the ``zstandard`` package: where
+    it is missing (the single-file probe on a bare node) such a log is refused (OSError) rather
+    than stored as compressed bytes that look like a log; where present, a damaged or cut zstd
+    stream raises EOFError when it ends short, so the caller records "log ends early".
+    """
+    head = f.peek(18)[:18] if hasattr(f, "peek") else b""
+    if not head and f.seekable():
+        head = f.read(18)
+        f.seek(0)
+    kind = compression_of(head)
+    if kind == "gzip":
         return gzip.GzipFile(fileobj=f)
-    if head.startswith(b"BZh"):
+    if kind == "bzip2":
         import bz2
 
         return bz2.BZ2File(f)
-    if head.startswith(b"\xfd7zXZ\x00"):
+    if kind == "xz":
         import lzma
 
         return lzma.LZMAFile(f)
-    if head.startswith(b"\x28\xb5\x2f\xfd"):
-        f.close()
-        raise OSError("zstd-compressed log: not decompressed here (decompress it with zstd -d first)")
+    if kind == "zstd":
+        try:
+            import zstandard  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            f.close()
+            raise OSError(
+                "zstd-compressed log: the zstandard package is not installed here (decompress it with zstd -d first)"
+            ) from None
+        try:
+            expected = zstandard.frame_content_size(head)  # -1 when the frame does not say
+        except zstandard.ZstdError:
+            expected = -1
+        reader = zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True)
+        return io.BufferedReader(_CheckedEnd(reader, expected, zstandard.ZstdError))
     return f
+
+
+class _CheckedEnd(io.RawIOBase):
+    """A zstd reader that says when its stream ends short (zstandard reads a cut frame as a clean end)."""
+
+    def __init__(self, inner: Any, expected: int, error: type[Exception]) -> None:
+        super().__init__()
+        self.inner, self.expected, self.seen, self.error = inner, expected, 0, error
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        try:
+            n = self.inner.readinto(buf)
+        except self.error as e:
+            raise OSError(f"zstd stream damaged after {self.seen} bytes: {e}") from None
+        self.seen += n
+        if n == 0 and (self.seen == 0 or (self.expected >= 0 and self.seen < self.expected)):
+            raise EOFError(f"zstd stream ends after {self.seen} bytes (damaged or cut short)")
+        return n
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
 
 
 #: Longest piece of one line read into memory; the rest of a longer line is skipped (counted).
