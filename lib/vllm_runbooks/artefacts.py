@@ -7,6 +7,8 @@ promises of a run directory — no secrets, nothing overwritten — hold in one 
 from __future__ import annotations
 
 import json
+import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +30,20 @@ def write_artefact(run_dir: str | Path, relpath: str | Path, data: Any) -> Path:
         payload = redact_text(data)
     else:
         payload = json.dumps(redact_obj(to_jsonable(data)), indent=2, ensure_ascii=False) + "\n"
-    for n in range(1, 1000):
-        candidate = target if n == 1 else target.with_name(f"{target.stem}-{n}{target.suffix}")
-        try:
-            with candidate.open("x", encoding="utf-8") as handle:
-                handle.write(payload)
-            return candidate
-        except FileExistsError:
-            continue
+    # Written whole under a temporary name, then linked to the first free name: a reader never
+    # sees half an artefact, a crash leaves at most the hidden temporary, and os.link never
+    # replaces an existing file (two writers racing for one name both keep their artefact).
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
+    try:
+        with tmp.open("x", encoding="utf-8", errors="replace") as handle:
+            handle.write(payload)
+        for n in range(1, 1000):
+            candidate = target if n == 1 else target.with_name(f"{target.stem}-{n}{target.suffix}")
+            try:
+                os.link(tmp, candidate)
+                return candidate
+            except FileExistsError:
+                continue
+    finally:
+        tmp.unlink(missing_ok=True)
     raise FileExistsError(f"{target}: too many artefacts of that name")

@@ -680,7 +680,7 @@ def _capped_chunks(r: httpx.Response, deadline: float, cap: int) -> Iterator[byt
     at the deadline plus one gap between bytes (a silent one is cut by the per-read timeout).
     """
     declared = r.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > cap:
+    if declared.isascii() and declared.isdigit() and int(declared) > cap:
         raise _BodyTooLarge(int(declared), cap, "declared Content-Length")
     received = 0
     for chunk in r.iter_bytes():

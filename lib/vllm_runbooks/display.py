@@ -125,16 +125,25 @@ def banner(title: str, detail: str = "", tone: str = "unknown") -> str:
 
 
 def figure_html(fig: Any, include_plotlyjs: bool) -> str:
-    """A figure as an HTML fragment (plotly.js inlined when asked: the first figure of a kernel)."""
-    return fig.to_html(full_html=False, include_plotlyjs=include_plotlyjs, config={"displaylogo": False})
+    """A figure (or a figure dict) as an HTML fragment (plotly.js inlined when asked: the first figure of a kernel)."""
+    import plotly.io as pio
+
+    return pio.to_html(fig, full_html=False, include_plotlyjs=include_plotlyjs, config={"displaylogo": False})
 
 
 def figure_bundle(fig: Any) -> dict[str, Any]:
-    """The mime bundle for a figure: plotly JSON for JupyterLab, HTML (plotly.js once per kernel)."""
+    """The mime bundle for a figure: plotly JSON for JupyterLab, HTML (plotly.js once per kernel).
+
+    Every text of the figure (trace text, hover text, titles, axis labels) is redacted first:
+    figures are drawn from log lines and parameters, and the notebook is shared evidence.
+    """
     global _PLOTLYJS_EMITTED
+    from .redact import redact_markup_obj
+
+    clean = redact_markup_obj(json.loads(fig.to_json()))
     bundle = {
-        "application/vnd.plotly.v1+json": json.loads(fig.to_json()),
-        "text/html": figure_html(fig, include_plotlyjs=not _PLOTLYJS_EMITTED),
+        "application/vnd.plotly.v1+json": clean,
+        "text/html": figure_html(clean, include_plotlyjs=not _PLOTLYJS_EMITTED),
     }
     _PLOTLYJS_EMITTED = True
     return bundle

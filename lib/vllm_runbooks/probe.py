@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import io
 import json
 import os
 import re
@@ -63,6 +64,8 @@ _redact = _load_redact()
 # END-REDACT-LOADER
 
 DEFAULT_TIMEOUT_S = 20.0
+COLLECT_ENV_TIMEOUT_S = 120.0  # only with --collect-env: it imports torch and vLLM
+CAPTURE_THREADS = 8
 MAX_CAPTURE_BYTES = 16 * 1024 * 1024  # one command's stdout kept in memory
 LOG_CAP_BYTES = 8 * 1024 * 1024  # stored per log: head + tail halves
 FIRST_ERRORS = 20
@@ -94,6 +97,70 @@ CUDA_PROBE_SCRIPT = (
     "except Exception as e:\n"
     "    print(type(e).__name__+':', e); sys.exit(3)\n"
 )
+
+# Facts about the Python that runs vLLM, read WITHOUT importing vLLM or torch: package versions
+# from their version files and dist-info, torch's CUDA from the text of torch/version.py. Takes a
+# few tens of milliseconds where ``python -m vllm.collect_env`` takes 7-18 s (it imports torch and
+# vLLM and shells out). Runs in the target interpreter (``--python``); Python >= 3.8, stdlib only.
+PYTHON_ENV_SCRIPT = r"""
+import json, os, re, sys
+from importlib import util
+try:
+    from importlib import metadata
+except ImportError:
+    metadata = None
+
+def text(path, limit=65536):
+    try:
+        with open(path, "rb") as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+def assigned(src, name):
+    m = re.search(r"^[ \t]*%s[ \t]*(?::[^=\n]*)?=[ \t]*(?:\w+[ \t]*=[ \t]*)?(['\"])([!-~]{1,100}?)\1" % name, src, re.M)
+    return m.group(2) if m else None
+
+def dist_of(top, where):
+    if metadata is not None:
+        try:
+            return top, metadata.version(top)
+        except Exception:
+            pass
+    parent = os.path.dirname(where)
+    try:
+        entries = sorted(os.listdir(parent))
+    except OSError:
+        return None, None
+    for entry in entries:
+        m = re.match(r"^(%s[-_.][A-Za-z0-9_.]+|%s)-([!-~]+)\.dist-info$" % (top, top), entry, re.I)
+        if m and top in text(os.path.join(parent, entry, "top_level.txt"), 4096).split():
+            return m.group(1), m.group(2)
+    return None, None
+
+def package(top, version_file, fields):
+    try:
+        spec = util.find_spec(top)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    where = list(spec.submodule_search_locations)[0]
+    src = text(os.path.join(where, version_file))
+    out = {"location": where, "version": assigned(src, "__version__") or assigned(src, "version")}
+    out["distribution"], out["distribution_version"] = dist_of(top, where)
+    out["version"] = out["version"] or out["distribution_version"]
+    for key, names in fields.items():
+        out[key] = next((v for v in (assigned(src, n) for n in names) if v), None)
+    return out
+
+print(json.dumps({
+    "python": {"version": sys.version.split()[0], "executable": sys.executable,
+               "implementation": sys.implementation.name},
+    "vllm": package("vllm", "_version.py", {"commit": ["__commit_id__", "commit_id"]}),
+    "torch": package("torch", "version.py", {"cuda": ["cuda"], "git_version": ["git_version"]}),
+}, indent=2))
+"""
 
 
 @dataclass
@@ -128,6 +195,7 @@ class Options:
     probe_image: bool = False
     timeout_s: float = DEFAULT_TIMEOUT_S
     python: str = sys.executable or "python3"
+    collect_env: bool = False  # python -m vllm.collect_env: 7-18 s; python-env.json has the versions
 
 
 # --- bounded primitives ---------------------------------------------------------------------
@@ -225,10 +293,9 @@ def redact_bytes(name: str, data: bytes) -> bytes:
     text = data.decode("utf-8", "replace")
     if name.endswith(".json"):
         try:
-            obj = json.loads(text)
-        except ValueError:
+            return (json.dumps(_redact.redact_obj(json.loads(text)), indent=4, ensure_ascii=False) + "\n").encode()
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply: redacted as text
             return _redact.redact_text(text).encode()
-        return (json.dumps(_redact.redact_obj(obj), indent=4, ensure_ascii=False) + "\n").encode()
     if name in {"env.txt", "environ"} or name.endswith(".env"):
         sep = "\0" if "\0" in text else "\n"
         lines = []
@@ -274,6 +341,7 @@ BUNDLE_FILES: tuple[str, ...] = (
     "image-inspect.json",
     "container-inspect.json",
     "container-logs.txt",
+    "python-env.json",
     "collect_env.txt",
     "env.txt",
     "launch-command.txt",
@@ -326,8 +394,13 @@ def _capture_raw(name: str, opts: Options) -> Captured:
         if not opts.container:
             return Captured(name, "unavailable", reason="no container given")
         return run(["docker", "logs", "--timestamps", opts.container], max(t, 60.0))
+    if name == "python-env.json":
+        return run([opts.python, "-c", PYTHON_ENV_SCRIPT], t)
     if name == "collect_env.txt":
-        return run([opts.python, "-m", "vllm.collect_env"], max(t, 120.0))
+        if not opts.collect_env:
+            why = "skipped: not requested (--collect-env); python-env.json has the versions"
+            return Captured(name, "unavailable", reason=why)
+        return run([opts.python, "-m", "vllm.collect_env"], max(t, COLLECT_ENV_TIMEOUT_S))
     if name == "env.txt":
         pid = opts.pid or (None if opts.launch_command or opts.container else _detected_pid())
         if pid:
@@ -420,22 +493,128 @@ def http_get_version(endpoint: str, timeout_s: float) -> Captured:
 
 # --- logs: streamed, redacted, capped -------------------------------------------------------
 def open_log(path: str | Path) -> BinaryIO:
-    """Open a plain or gzip log (by magic bytes, not by name)."""
-    f = open(path, "rb")  # noqa: SIM115
-    magic = f.read(2)
-    f.seek(0)
-    if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
+    """Open a plain or compressed log (by magic bytes, not by name)."""
+    return decompressing(open(path, "rb"))  # noqa: SIM115 - the caller closes it
+
+
+def compression_of(head: bytes) -> str | None:
+    """The compression a stream starts with, by its magic bytes: gzip, bzip2, xz, zstd, or None.
+
+    The one table of compressed-log formats (names do not count: a ``.log`` may be gzip and a
+    ``.gz`` may be plain). bzip2 is matched with its block magic, so a text log that happens to
+    start with "BZh" is not taken for one. ``head`` should hold the first 16 bytes or more.
+    """
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return "xz"
+    if head.startswith(b"\x28\xb5\x2f\xfd"):
+        return "zstd"
+    if re.match(rb"BZh[1-9]1AY&SY", head):
+        return "bzip2"
+    return None
+
+
+def decompressing(f: Any) -> Any:
+    """``f`` itself, or a decompressing reader (with ``readline``) when ``f`` is compressed.
+
+    gzip, bzip2 and xz come from the standard library. zstd needs the ``zstandard`` package: where
+    it is missing (the single-file probe on a bare node) such a log is refused (OSError) rather
+    than stored as compressed bytes that look like a log; where present, a damaged or cut zstd
+    stream raises EOFError when it ends short, so the caller records "log ends early".
+    """
+    head = f.peek(18)[:18] if hasattr(f, "peek") else b""
+    if not head and f.seekable():
+        head = f.read(18)
+        f.seek(0)
+    kind = compression_of(head)
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=f)
+    if kind == "bzip2":
+        import bz2
+
+        return bz2.BZ2File(f)
+    if kind == "xz":
+        import lzma
+
+        return lzma.LZMAFile(f)
+    if kind == "zstd":
+        try:
+            import zstandard  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            f.close()
+            raise OSError(
+                "zstd-compressed log: the zstandard package is not installed here (decompress it with zstd -d first)"
+            ) from None
+        try:
+            expected = zstandard.frame_content_size(head)  # -1 when the frame does not say
+        except zstandard.ZstdError:
+            expected = -1
+        reader = zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True)
+        return io.BufferedReader(_CheckedEnd(reader, expected, zstandard.ZstdError))
     return f
 
 
+class _CheckedEnd(io.RawIOBase):
+    """A zstd reader that says when its stream ends short (zstandard reads a cut frame as a clean end)."""
+
+    def __init__(self, inner: Any, expected: int, error: type[Exception]) -> None:
+        super().__init__()
+        self.inner, self.expected, self.seen, self.error = inner, expected, 0, error
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        try:
+            n = self.inner.readinto(buf)
+        except self.error as e:
+            raise OSError(f"zstd stream damaged after {self.seen} bytes: {e}") from None
+        self.seen += n
+        if n == 0 and (self.seen == 0 or (self.expected >= 0 and self.seen < self.expected)):
+            raise EOFError(f"zstd stream ends after {self.seen} bytes (damaged or cut short)")
+        return n
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
+
+
+#: Longest piece of one line read into memory; the rest of a longer line is skipped (counted).
+LINE_READ_BYTES = 64 * 1024 + 1
+#: Bytes read from one log (after decompression) before only its tail is kept.
+LOG_READ_BYTES = 512 * 1024 * 1024
+_READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ValueError)
+try:
+    import zlib as _zlib
+
+    _READ_ERRORS += (_zlib.error,)
+except ImportError:  # pragma: no cover - zlib is part of every CPython build that has gzip
+    pass
+
+
+def _plain_file(stream: Any) -> bool:
+    """A seekable file on disk (not a decompressor or a tar member): its tail can be read directly."""
+    raw = getattr(stream, "raw", None)
+    return isinstance(raw, io.FileIO) and stream.seekable()
+
+
 def store_log(
-    stream: BinaryIO, dest: Path, cap_bytes: int = LOG_CAP_BYTES, first_errors: int = FIRST_ERRORS
+    stream: BinaryIO,
+    dest: Path | BinaryIO,
+    cap_bytes: int = LOG_CAP_BYTES,
+    first_errors: int = FIRST_ERRORS,
+    max_seconds: float | None = None,
+    max_read_bytes: int = LOG_READ_BYTES,
 ) -> dict[str, Any]:
     """Copy a log line by line through redaction into ``dest``, keeping head and tail.
 
-    Counts every line and byte of the source; when the redacted text exceeds ``cap_bytes``
-    the middle is dropped and a marker line says how much. Returns the log summary.
+    Bounded in every way a hostile log can push: a line is read at most ``LINE_READ_BYTES`` at a
+    time (the rest of a longer line is skipped and counted); reading stops after ``max_seconds``
+    or ``max_read_bytes`` — a plain file then jumps to its last ``cap_bytes // 2`` bytes, so head
+    and tail are both kept; a stream that breaks (a truncated .gz or tarball) keeps what was read.
+    When the redacted text exceeds ``cap_bytes`` the middle is dropped and a marker line says how
+    much. Returns the log summary; ``stopped`` says why reading ended early, if it did.
     """
     from collections import deque
 
@@ -446,18 +625,80 @@ def store_log(
     head_bytes = 0
     lines = nbytes = dropped_lines = dropped_bytes = 0
     non_utf8 = False
+    stopped: str | None = None
+    skipped_bytes = 0
     errors: list[dict[str, Any]] = []
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with open(dest, "wb") as out:
-        for raw in stream:
+    deadline = time.monotonic() + max_seconds if max_seconds else None
+    jumped = False
+
+    def readline() -> bytes:
+        return stream.readline(LINE_READ_BYTES)
+
+    out = dest if not isinstance(dest, str | Path) else None
+    if out is None:
+        Path(dest).parent.mkdir(parents=True, exist_ok=True)
+        out = open(dest, "wb")  # noqa: SIM115 - closed below
+    try:
+        while True:
+            if not jumped and (
+                (deadline is not None and time.monotonic() > deadline) or nbytes + skipped_bytes >= max_read_bytes
+            ):
+                why = (
+                    f"read stopped after {max_seconds:g} s"
+                    if deadline is not None and time.monotonic() > deadline
+                    else f"read stopped after {max_read_bytes} bytes"
+                )
+                if _plain_file(stream):
+                    try:
+                        size = os.fstat(stream.fileno()).st_size
+                        pos = stream.tell()
+                        start = max(pos, size - head_cap)
+                        if start > pos:
+                            skipped_bytes += start - pos
+                            stream.seek(start)
+                            stream.readline(LINE_READ_BYTES)  # to a line start
+                        stopped = f"{why}; the last {size - start} bytes (the tail) were read"
+                        jumped = True
+                        deadline = time.monotonic() + max(5.0, (max_seconds or 5.0))
+                        continue
+                    except OSError:
+                        pass
+                stopped = f"{why}; the rest of the log was not read"
+                break
+            if jumped and deadline is not None and time.monotonic() > deadline:
+                stopped = (stopped or "") + "; tail read stopped at its time bound"
+                break
+            try:
+                raw = readline()
+            except _READ_ERRORS as e:
+                stopped = f"log ends early: {type(e).__name__}: {e} (truncated or damaged?); what came before is kept"
+                break
+            if not raw:
+                break
             lines += 1
             nbytes += len(raw)
+            long_line = 0
+            if len(raw) >= LINE_READ_BYTES and not raw.endswith(b"\n"):
+                long_line = len(raw)
+                try:  # skip the rest of an over-long line, bounded by the same time limit
+                    while True:
+                        more = stream.readline(1024 * 1024)
+                        if not more:
+                            break
+                        long_line += len(more)
+                        nbytes += len(more)
+                        if more.endswith(b"\n") or (deadline is not None and time.monotonic() > deadline):
+                            break
+                        if nbytes >= max_read_bytes:
+                            break
+                except _READ_ERRORS as e:
+                    stopped = f"log ends early inside a long line: {type(e).__name__}: {e}"
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 non_utf8 = True
                 text = raw.decode("utf-8", "replace")
-            red = redactor(text.rstrip("\r\n"))
+            red = redactor(text.rstrip("\r\n"), total=long_line or None)
             if len(errors) < first_errors and ERROR_LINE.search(red):
                 errors.append({"line": lines, "text": red[:500]})
             enc = (red + "\n").encode()
@@ -472,18 +713,28 @@ def store_log(
                 tail_bytes -= len(gone)
                 dropped_lines += 1
                 dropped_bytes += len(gone)
-        if dropped_lines:
+            if stopped and not jumped:
+                break
+        if dropped_lines or skipped_bytes:
+            skipped = f" and {skipped_bytes} unread bytes" if skipped_bytes else ""
             out.write(
-                f"[vllm-runbooks: {dropped_lines} lines ({dropped_bytes} bytes) omitted from the "
+                f"[vllm-runbooks: {dropped_lines} lines ({dropped_bytes} bytes){skipped} omitted from the "
                 f"middle of this log; stored head and tail only, cap {cap_bytes} bytes]\n".encode()
             )
         for enc in tail:
             out.write(enc)
+        if stopped:
+            out.write(f"[vllm-runbooks: {stopped}]\n".encode())
+    finally:
+        if out is not dest:
+            out.close()
     return {
         "lines": lines,
         "bytes": nbytes,
-        "truncated": bool(dropped_lines),
+        "truncated": bool(dropped_lines or skipped_bytes or stopped),
         "omitted_lines": dropped_lines,
+        "unread_bytes": skipped_bytes,
+        "stopped": stopped,
         "non_utf8": non_utf8,
         "first_errors": errors,
     }
@@ -496,11 +747,25 @@ def safe_log_name(name: str) -> str:
 
 
 # --- bundle writer --------------------------------------------------------------------------
+def _write_new(path: Path, data: bytes) -> None:
+    """Write a bundle file whole under a temporary name, then rename: a killed probe leaves no half file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "xb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
 def write_bundle(out: Path, opts: Options, make_tar: bool = False) -> dict[str, Any]:
     """Capture everything into ``out`` (a new or empty directory) and write probe.json."""
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         raise FileExistsError(f"{out} exists and is not empty; the probe never overwrites a bundle")
+    if make_tar and out.with_name(out.name + ".tar.gz").exists():
+        raise FileExistsError(f"{out.name}.tar.gz exists; the probe never overwrites a bundle")
     out.mkdir(parents=True, exist_ok=True)
     meta: dict[str, Any] = {
         "probe_version": PROBE_VERSION,
@@ -520,22 +785,37 @@ def write_bundle(out: Path, opts: Options, make_tar: bool = False) -> dict[str, 
         "captures": {},
         "logs": {},
     }
-    for name in BUNDLE_FILES:
-        got = capture(name, opts)
+    # The captures are independent commands and reads, each bounded by its own timeout: run them
+    # side by side, so the bundle takes as long as the slowest one, not the sum of all.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=CAPTURE_THREADS) as pool:
+        captured = list(pool.map(lambda name: capture(name, opts), BUNDLE_FILES))
+    for i, name in enumerate(BUNDLE_FILES):
+        got = captured[i]
         meta["captures"][name] = got.meta()
         if got.data is not None:
-            (out / name).write_bytes(got.data)
+            _write_new(out / name, got.data)
     for path in opts.log_paths:
         dest = out / "logs" / safe_log_name(path)
+        n = 1
+        while dest.name in meta["logs"]:  # two logs of one name (a/vllm.log, b/vllm.log) both kept
+            n += 1
+            dest = out / "logs" / f"{Path(safe_log_name(path)).stem}-{n}{Path(safe_log_name(path)).suffix}"
+        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
         try:
             with open_log(path) as stream:
-                meta["logs"][dest.name] = {"source": _redact_str(str(path)), **store_log(stream, dest)}
+                meta["logs"][dest.name] = {"source": _redact_str(str(path)), **store_log(stream, tmp)}
+            os.replace(tmp, dest)
         except (OSError, EOFError) as e:
             meta["logs"][dest.name] = {"source": _redact_str(str(path)), "error": _redact_str(str(e))}
-    (out / "probe.json").write_text(json.dumps(meta, indent=2) + "\n")
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+    _write_new(out / "probe.json", (json.dumps(meta, indent=2) + "\n").encode())
     if make_tar:
         tar_path = out.with_name(out.name + ".tar.gz")
-        with tarfile.open(tar_path, "w:gz") as tf:
+        with tarfile.open(tar_path, "x:gz") as tf:  # "x": an existing bundle tarball is never replaced
             tf.add(out, arcname=out.name)
         meta["tar"] = str(tar_path)
     return meta
@@ -574,6 +854,17 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--pid", type=int, help="running vLLM process: read its cmdline and environ")
     p.add_argument("--endpoint", help="vLLM base URL, e.g. http://127.0.0.1:8000 (GET /version)")
     p.add_argument("--probe-image", action="store_true", help="start the image once with a CUDA init check")
+    p.add_argument(
+        "--python",
+        default=sys.executable or "python3",
+        help="the Python that runs vLLM, when it is not this one: its vLLM/torch versions go to python-env.json",
+    )
+    p.add_argument(
+        "--collect-env",
+        action="store_true",
+        help="also run `PYTHON -m vllm.collect_env` into collect_env.txt (slow: it imports torch and vLLM, "
+        f"7-18 s; bounded by max(--timeout, {COLLECT_ENV_TIMEOUT_S:g} s)); off by default",
+    )
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per command")
     p.add_argument("--tar", action="store_true", help="also write OUT.tar.gz")
     return p
@@ -589,6 +880,8 @@ def options_from_args(args: argparse.Namespace) -> Options:
         endpoint=args.endpoint,
         probe_image=bool(args.probe_image),
         timeout_s=float(args.timeout),
+        python=getattr(args, "python", None) or sys.executable or "python3",
+        collect_env=bool(getattr(args, "collect_env", False)),
     )
 
 
@@ -629,7 +922,11 @@ def write_script(path: str | Path) -> Path:
         "# END-REDACT-INLINED"
     )
     out = Path(path)
-    out.write_text(src[:start] + inline + src[end:], encoding="utf-8")
+    try:  # never over an existing file: "x" fails when the name is taken
+        with open(out, "x", encoding="utf-8") as handle:
+            handle.write(src[:start] + inline + src[end:])
+    except FileExistsError:
+        raise FileExistsError(f"{out} exists; the probe script is never written over a file") from None
     out.chmod(0o755)
     return out
 

@@ -46,6 +46,8 @@ __all__ = [
     "redact_argv",
     "redact_obj",
     "redact_parameters",
+    "redact_markup",
+    "redact_markup_obj",
     "LineRedactor",
 ]
 
@@ -177,11 +179,26 @@ _TOKEN_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?<![\w-])xox[abposr]-[A-Za-z0-9-]{10,}"), "slack-token"),
     (re.compile(r"(?<![\w-])AIza[0-9A-Za-z_-]{35}(?![\w-])"), "google-api-key"),
     (re.compile(r"(?<![\w-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), "jwt"),
+    (re.compile(r"(?<![\w-])nvapi-[A-Za-z0-9_-]{16,}"), "nvidia-api-key"),
+    (re.compile(r"(?<![\w-])glpat-[A-Za-z0-9_-]{16,}"), "gitlab-token"),
 ]
 
-_PEM_ONE = re.compile(r"-----BEGIN ([A-Z0-9 ]{0,64})PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.S)
-_PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]{0,64})PRIVATE KEY-----")
-_PEM_END = re.compile(r"-----END ([A-Z0-9 ]{0,64})PRIVATE KEY-----")
+# PEM (``BEGIN RSA PRIVATE KEY``) and PGP (``BEGIN PGP PRIVATE KEY BLOCK``) private keys. A block
+# is blanked through its END line; without one, only what looks like key material (base64 lines,
+# armour headers) is blanked, at most PEM_MAX_LINES lines: a stray BEGIN line in a log must not
+# blank the rest of the log (and with it the error that explains the incident).
+PEM_MAX_LINES = 2000
+_PEM_HEAD = r"-----BEGIN ([A-Z0-9 ]{0,64})PRIVATE KEY( BLOCK|)-----"
+# the body cannot cross another "-----", so each BEGIN is scanned only up to the next marker
+_PEM_ONE = re.compile(_PEM_HEAD + r"(?:[\w+/=\s:,.()\\]|-(?!----)){0,262144}?-----END \1PRIVATE KEY\2-----")
+# no END in reach: the BEGIN line and the key material right after it (escaped newlines too)
+_PEM_OPEN = re.compile(_PEM_HEAD + r"(?:\\[rn]|[A-Za-z0-9+/=]){0,262144}")
+_PEM_BEGIN = re.compile(_PEM_HEAD)
+_PEM_END = re.compile(r"-----END ([A-Z0-9 ]{0,64})PRIVATE KEY( BLOCK)?-----")
+_PEM_BODY_LINE = re.compile(
+    r"(?:\S{0,40}\d{4}-\d\d-\d\d[T ][\d:.,]{5,20}Z?\s+)?"  # `docker logs --timestamps` prefix
+    r"(?:[A-Za-z0-9+/=]{0,128}|(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset): .{0,200})"
+)
 
 # --- structural secrets ---------------------------------------------------------------------
 _AUTH_HEADER = re.compile(
@@ -191,6 +208,8 @@ _AUTH_HEADER = re.compile(
 _BEARER = re.compile(r"(?i)(?<![\w-])(bearer[ \t]{1,8})([A-Za-z0-9._~+/=-]{8,})")
 # user may be empty (redis://:pw@host); the password runs to the LAST @ before the host (p@ss).
 _URL_CRED = re.compile(r"(?<![A-Za-z0-9+.-])([a-zA-Z][a-zA-Z0-9+.-]{0,31}://)([^/\s:@'\"<>]*):([^/\s'\"<>]+)@")
+# user part only (http://TOKEN@host): in a web URL that is an access token far more often than a name
+_URL_USER = re.compile(r"(?<![A-Za-z0-9+.-])((?:https?|wss?|ftps?)://)([^/\s:@'\"<>]{1,256})@(?=[\w\[])")
 _URL_QUERY = re.compile(r"([?&;])([A-Za-z0-9_.-]{1,128})=([^&#\s'\"<>]+)")
 
 # A flag (optionally the quoted element of a list); what follows is read by _redact_flags.
@@ -203,12 +222,116 @@ _SHELL_STOP = ("|", "&", ";", ">", "<", "\\", "#", ")")
 # name=value, name: value, 'name': 'value', "name" = "value". Only a secret name's value is read
 # (_KV_VALUE at the end of the match), so the quoted value of a harmless name is scanned for
 # pairs of its own, and a long run of harmless pairs costs nothing more than reading it.
-_KV = re.compile(r"(?<![\w.-])(['\"]?)([A-Za-z_][\w.-]{0,127})\1([ \t]{0,8}[:=][ \t]{0,8})")
-_KV_VALUE = re.compile(r"\[[^\[\]]*\]?|\"(?:\\.|[^\"\\])*\"?|'(?:\\.|[^'\\])*'?|[^\s,;'\"&<]+")
+# The quote may be JSON-escaped (\"api_key\": \"…\" in a log line); a TAB alone also separates
+# (KEY<TAB>value tables).
+# The quote may be escaped once or more (\"api_key\": \"…\" in a JSON log line, \\" in a repr
+# of one); a TAB alone also separates (KEY<TAB>value tables), or its escape ``\t`` in a repr.
+_KV = re.compile(r"(?<![\w.-])(\\{0,3}['\"]?)([A-Za-z_][\w.-]{0,127})\1([ \t]{0,8}[:=][ \t]{0,8}|\t{1,8}|(?:\\t){1,8})")
+_KV_VALUE = re.compile(
+    r"(\\{1,3})\"(?:[^\"\\]|\\(?![\\\"]))*(?:\1\")?|\[[^\[\]]*\]?|\"(?:\\.|[^\"\\])*\"?|'(?:\\.|[^'\\])*'?|[^\s,;'\"&<]+"
+)
 _CLOSERS = ")]}"
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest"})
 
 _CUT_NOTE = re.compile(r" ?\[vllm-runbooks: line cut at \d+ of \d+ characters; the rest was not kept\]$")
+
+
+# --- secrets given to well-known tools by a short option ------------------------------------
+# docker login -p PW, mysql -pPW, sshpass -p PW, redis-cli -a PW, curl -u user:PW. Only after the
+# tool's own name (``-p 8000:8000`` is a port to ``docker run``), up to a shell separator.
+_CONTAINER_TOOLS = frozenset({"docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras", "crane"})
+_MYSQL_TOOLS = frozenset({"mysql", "mysqldump", "mysqladmin", "mariadb", "mariadb-dump", "mysqlsh"})
+_CLI_TOOL = re.compile(
+    r"(?<![\w.-])(docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|sshpass|redis-cli|"
+    r"mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlsh|curl)(?![\w.-])"
+)
+_CLI_TOKEN = re.compile(r"[ \t]+(\"(?:\\.|[^\"\\])*\"?|'[^']*'?|[^\s'\"|;&<>()]+)")
+_CLI_MAX_TOKENS = 64
+
+
+def _cli_hidden(tool: str, args: list[str]) -> dict[int, int]:
+    """Which of ``args`` (the words after ``tool``) hold a secret: index → offset where it starts.
+
+    An offset of -1 means "after the first colon" (``curl -u user:PW`` keeps the user name).
+    """
+    bare = [a.strip("'\"") for a in args]
+    hidden: dict[int, int] = {}
+    if tool in _CONTAINER_TOOLS:
+        if "login" not in bare:
+            return {}
+        short = ("-p",)
+    elif tool == "sshpass":
+        short = ("-p",)
+    elif tool == "redis-cli":
+        short = ("-a", "--pass")
+    elif tool in _MYSQL_TOOLS:
+        short = ()
+        for i, a in enumerate(bare):
+            if len(a) > 2 and a.startswith("-p") and not a.startswith("--"):
+                hidden[i] = 2  # -pPW; a lone -p prompts, and the next word is a database
+        return hidden
+    elif tool == "curl":
+        for i, a in enumerate(bare):
+            if a in ("-u", "--user", "-U", "--proxy-user") and i + 1 < len(args):
+                hidden[i + 1] = -1
+            elif a.startswith(("--user=", "--proxy-user=")) or (len(a) > 2 and a[:2] in ("-u", "-U") and a[2] != "-"):
+                hidden[i] = -1
+        return hidden
+    else:
+        return {}
+    for i, a in enumerate(bare):
+        if a in short and i + 1 < len(args) and not bare[i + 1].startswith("-"):
+            hidden[i + 1] = 0
+        elif len(a) > 2 and a[:2] in short and a[1] != "-" and not a.startswith("--"):
+            hidden[i] = 3 if a[2] == "=" else 2
+    return hidden
+
+
+def _hide_word(word: str, offset: int, kind: str) -> str:
+    """``word`` with its secret part (from ``offset``; -1: after the first colon) replaced."""
+    q = word[0] if word[:1] in ("'", '"') else ""
+    core = word[len(q) :]
+    end = ""
+    if q and core.endswith(q):
+        core, end = core[:-1], q
+    if offset == -1:
+        user, colon, secret = core.partition(":")
+        if not colon or not secret or _MARKER_RE.fullmatch(secret):
+            return word
+        return f"{q}{user}:{_mark(kind)}{end}"
+    head, secret = core[:offset], core[offset:]
+    if not secret or _MARKER_RE.fullmatch(secret) or secret.startswith("<redacted:"):
+        return word
+    return f"{q}{head}{_mark(kind)}{end}"
+
+
+def _redact_cli(text: str) -> str:
+    """Secrets passed to a known tool by a short option, in a command line inside ``text``."""
+    if not _CLI_TOOL.search(text):
+        return text
+    out: list[str] = []
+    done = 0
+    for m in _CLI_TOOL.finditer(text):
+        if m.start() < done:
+            continue
+        spans: list[tuple[int, int]] = []
+        at = m.end()
+        while len(spans) < _CLI_MAX_TOKENS and (tm := _CLI_TOKEN.match(text, at)):
+            if _CLI_TOOL.fullmatch(tm.group(1)):
+                break  # the next tool's words are its own: each word is read once
+            spans.append((tm.start(1), tm.end(1)))
+            at = tm.end()
+        words = [text[a:b] for a, b in spans]
+        tool = m.group(1)
+        for i, offset in sorted(_cli_hidden(tool, words).items()):
+            a, b = spans[i]
+            out.append(text[done:a])
+            out.append(_hide_word(words[i], offset, f"{tool}-password"))
+            done = b
+    if not out:
+        return text
+    out.append(text[done:])
+    return "".join(out)
 
 
 def _is_marker_only(value: str) -> bool:
@@ -281,6 +404,13 @@ def _kv_replacement(name: str, sep: str, value: str) -> str | None:
     if not is_secret_name(name) or _is_marker_only(value) or _is_not_a_value(value):
         return None
     secret = _mark("secret")
+    if value.startswith("\\"):  # an escaped string: \"value\" (JSON in a log), \\"value\\" (its repr)
+        quote = value[: len(value) - len(value.lstrip("\\")) + 1]
+        inner = value[len(quote) : -len(quote)] if value.endswith(quote) and len(value) >= 2 * len(quote) else ""
+        inner = inner or value[len(quote) :]
+        if not inner or _MARKER_RE.fullmatch(inner) or inner.lower() in _NOT_A_VALUE:
+            return None
+        return f"{quote}{secret}{quote}"
     if value.startswith("["):
         inner = value[1:-1] if value.endswith("]") else value[1:]
         q = next((c for c in inner if c in "'\""), "")
@@ -348,11 +478,15 @@ def _redact_line(text: str) -> str:
     if not text:
         return text
     out = _URL_CRED.sub(lambda m: f"{m.group(1)}{_mark('url-credentials')}@", text)
+    out = _URL_USER.sub(
+        lambda m: m.group(0) if _MARKER_RE.fullmatch(m.group(2)) else f"{m.group(1)}{_mark('url-credentials')}@", out
+    )
     out = _AUTH_HEADER.sub(_auth_repl, out)
     out = _BEARER.sub(lambda m: m.group(1) + _mark("bearer"), out)
     out = _URL_QUERY.sub(_query_repl, out)
     for pattern, kind in _TOKEN_PATTERNS:
         out = pattern.sub(_mark(kind), out)
+    out = _redact_cli(out)
     out = _redact_flags(out)
     out = _redact_pairs(out)
     return out
@@ -362,28 +496,58 @@ def redact_text(text: str) -> str:
     """Redact free text: logs, command lines, config files, env dumps, JSON text."""
     if not isinstance(text, str) or not text:
         return text
-    out = _PEM_ONE.sub(_mark("private-key"), text)
-    if "\n" not in out:
-        return _redact_line(out)
-    return "\n".join(_redact_line(line) for line in out.split("\n"))
+    if "\n" not in text:
+        return _PemState()(text)
+    state = _PemState()
+    return "\n".join(state(line) for line in text.split("\n"))
 
 
-def _cap_line(line: str, cap: int) -> tuple[str, str]:
+class _PemState:
+    """Line by line redaction that remembers an open private-key block (bounded, see PEM_MAX_LINES)."""
+
+    def __init__(self) -> None:
+        self._pem_lines = 0  # >0: inside a block whose END has not been seen
+
+    def __call__(self, line: str) -> str:
+        if self._pem_lines:
+            end = _PEM_END.search(line)
+            if end:
+                self._pem_lines = 0
+                return _redact_line(line[end.end() :])
+            if self._pem_lines < PEM_MAX_LINES and _PEM_BODY_LINE.fullmatch(line.strip()):
+                self._pem_lines += 1
+                return ""
+            self._pem_lines = 0  # not key material: the block was cut short; read on normally
+        if "PRIVATE KEY" not in line:
+            return _redact_line(line)
+        line = _PEM_ONE.sub(_mark("private-key"), line)
+        if _PEM_BEGIN.search(line):
+            self._pem_lines = 1
+            line = _PEM_OPEN.sub(_mark("private-key"), line)
+        return _redact_line(line)
+
+
+# A character that may be part of a token: a cut line is cut before the word it falls in.
+_NOT_TOKEN_CHAR = re.compile(r"[^\w+/=.~:%-]")
+
+
+def _cap_line(line: str, cap: int, total: int | None = None) -> tuple[str, str]:
     """(head to redact, note to append): a line over ``cap`` keeps its head only.
 
-    The cut goes back to a space near the cap when there is one, so a token is kept whole or
-    not at all. A line that already ends with the note (redacting a second time) keeps it.
+    The cut goes back to the start of the word the cap falls in (a space, quote, comma…), so a
+    token is kept whole or not at all — never a readable head of it. A line that already ends
+    with the note (redacting a second time) keeps it.
     """
-    if len(line) <= cap:
+    total = max(total or 0, len(line))
+    if len(line) <= cap and total == len(line):
         return line, ""
     note = _CUT_NOTE.search(line, max(0, len(line) - 200))
     if note and note.start() <= 4 * cap:
         return line[: note.start()], note.group(0)
-    cut = cap
-    space = max(line.rfind(" ", cap - 1024, cap), line.rfind("\t", cap - 1024, cap))
-    if space > 0:
-        cut = space
-    return line[:cut], f" [vllm-runbooks: line cut at {cut} of {len(line)} characters; the rest was not kept]"
+    cut = min(cap, len(line))
+    back = _NOT_TOKEN_CHAR.search(line[cut - 1 :: -1]) if cut else None  # last non-token character
+    cut = cut - back.start() if back else 0
+    return line[:cut], f" [vllm-runbooks: line cut at {cut} of {total} characters; the rest was not kept]"
 
 
 class LineRedactor:
@@ -394,21 +558,45 @@ class LineRedactor:
     """
 
     def __init__(self, cap: int = LINE_CAP_CHARS) -> None:
-        self._in_pem = False
+        self._state = _PemState()
         self._cap = cap
 
-    def __call__(self, line: str) -> str:
-        line, note = _cap_line(line, self._cap)
-        if self._in_pem:
-            if _PEM_END.search(line):
-                self._in_pem = False
-                return _redact_line(_PEM_END.split(line, maxsplit=1)[-1]) + note
-            return ""
-        begin = _PEM_BEGIN.search(line)
-        if begin and not _PEM_END.search(line):
-            self._in_pem = True
-            return _redact_line(line[: begin.start()]) + _mark("private-key")
-        return redact_text(line) + note
+    def __call__(self, line: str, total: int | None = None) -> str:
+        """Redact one line; ``total``: the line's real length when only its head was read."""
+        line, note = _cap_line(line, self._cap, total)
+        return self._state(line) + note
+
+
+_ENTITY_QUOTE = re.compile(r"&(?:#x27|#39|#x22|#34|quot|apos);")
+
+
+def redact_markup(text: str) -> str:
+    """Redact text that may hold HTML-escaped quotes (figure hover text, table cells).
+
+    ``html.escape`` turns ``'api_key': 'k'`` into ``&#x27;api_key&#x27;: &#x27;k&#x27;``, which
+    no text rule recognises; the quotes are read as plain quotes, and when that reveals a secret
+    the result is written back with its quotes escaped.
+    """
+    out = redact_text(text)
+    if not isinstance(out, str) or "&" not in out or not _ENTITY_QUOTE.search(out):
+        return out
+    plain = _ENTITY_QUOTE.sub(lambda m: '"' if m.group(0) in ("&#x22;", "&#34;", "&quot;") else "'", out)
+    red = redact_text(plain)
+    if red == plain:
+        return out
+    return red.replace("'", "&#x27;").replace('"', "&quot;")
+
+
+def redact_markup_obj(obj: Any) -> Any:
+    """``redact_obj`` whose strings may also hold HTML-escaped quotes (figure JSON, outputs)."""
+    obj = redact_obj(obj)
+    if isinstance(obj, dict):
+        return {k: redact_markup_obj(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact_markup_obj(v) for v in obj]
+    if isinstance(obj, str):
+        return redact_markup(obj)
+    return obj
 
 
 def redact_env(env: dict[str, Any]) -> dict[str, Any]:
@@ -433,10 +621,18 @@ def redact_argv(argv: list[str]) -> list[str]:
     vLLM's ``--api-key`` takes several values, so every argument after a secret flag is hidden
     up to the next one that starts with ``-``.
     """
+    argv = [str(a) for a in argv or []]
+    tool_hidden: dict[int, tuple[int, str]] = {}  # docker login -p PW, sshpass -p PW … as a list
+    for t, arg in enumerate(argv):
+        m = _CLI_TOOL.fullmatch(arg.rsplit("/", 1)[-1])
+        if m:
+            for i, offset in _cli_hidden(m.group(1), argv[t + 1 : t + 1 + _CLI_MAX_TOKENS]).items():
+                tool_hidden[t + 1 + i] = (offset, f"{m.group(1)}-password")
     out: list[str] = []
     hide = ""
-    for arg in argv or []:
-        arg = str(arg)
+    for n, arg in enumerate(argv):
+        if n in tool_hidden:
+            arg = _hide_word(arg, *tool_hidden[n])
         if hide:
             if not arg.startswith("-"):
                 out.append(arg if _MARKER_RE.fullmatch(arg) else _mark(hide))

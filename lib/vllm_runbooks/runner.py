@@ -8,11 +8,15 @@ overwritten: a second execution of the same runbook into the same directory is r
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import datetime as _dt
 import fcntl
+import hashlib
 import json
+import keyword
+import math
 import os
 import platform
 import re
@@ -28,7 +32,7 @@ from typing import Any
 
 from . import __version__
 from .records import Record, utc_now
-from .redact import redact_obj, redact_parameters, redact_text
+from .redact import redact_markup, redact_markup_obj, redact_obj, redact_parameters, redact_text
 from .scraps import SCRAP_MIME, read_scraps
 from .stage import Headline, sha256_file
 
@@ -38,6 +42,7 @@ DEFAULT_RUNS_DIR = Path(os.environ.get("VLLM_RUNBOOKS_RUNS", REPO_ROOT / "runs")
 RUN_JSON = "run.json"
 LOCK_FILE = ".run.lock"
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
+KERNEL_LOG_LEVEL = os.environ.get("VLLM_RUNBOOKS_KERNEL_LOG_LEVEL", "CRITICAL")
 _TEMPLATE_RE = re.compile(r"^(\d\d)_(.+)\.ipynb$")
 
 
@@ -112,7 +117,13 @@ def new_run_dir(base: Path | None = None, label: str | None = None) -> Path:
 
 
 def coerce_cli_value(text: str) -> Any:
-    """papermill's -p typing: True/False/None, int, float, else the string itself."""
+    """papermill's -p typing: True/False/None, int, float, else the string itself.
+
+    Only ASCII digits make a number: Python reads ``int("１３")`` as 13, and a full-width
+    version typed into a ticket must not pass as one.
+    """
+    if not text.isascii():
+        return text
     if text in ("True", "true"):
         return True
     if text in ("False", "false"):
@@ -128,12 +139,180 @@ def coerce_cli_value(text: str) -> Any:
 
 
 def load_param_file(path: str | Path) -> dict[str, Any]:
+    """A YAML mapping of parameters; anything else (bad YAML, not UTF-8, a list) is refused."""
     import yaml
 
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_PARAM_FILE_BYTES + 1)
+        if len(raw) > MAX_PARAM_FILE_BYTES:
+            raise RunbookError(f"{path}: a parameters file over {MAX_PARAM_FILE_BYTES} bytes is refused")
+        data = yaml.safe_load(raw.decode("utf-8")) or {}
+    except OSError as exc:
+        raise RunbookError(f"{path}: cannot read the parameters file: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise RunbookError(f"{path}: the parameters file is not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise RunbookError(f"{path}: not valid YAML{at}: {problem}") from exc
     if not isinstance(data, dict):
         raise RunbookError(f"{path}: a parameters file must hold a mapping, not {type(data).__name__}")
     return data
+
+
+MAX_PARAM_FILE_BYTES = 1024 * 1024
+#: Seconds-valued parameters (``…_s``, ``…_seconds``) must lie in (0, MAX_SECONDS].
+MAX_SECONDS = 24 * 3600
+
+
+def declared_parameters(template: Path) -> dict[str, Any]:
+    """Name → default of the template's ``parameters`` cell: the only names a run may set.
+
+    papermill writes ``NAME = VALUE`` lines into the notebook, so a key that is not one of these
+    names (``x=1;__import__('os')…``) would be executed as code; the defaults give the types.
+    A default that is not a literal is given as ``...`` (any value accepted).
+    """
+    try:
+        nb = json.loads(template.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise RunbookError(f"{template}: unreadable template ({exc})") from exc
+    found: dict[str, Any] = {}
+    for cell in nb.get("cells", []):
+        if "parameters" not in ((cell.get("metadata") or {}).get("tags") or []):
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as exc:
+            raise RunbookError(f"{template}: the parameters cell is not valid Python ({exc})") from exc
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, ast.AnnAssign):
+                targets = [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    try:
+                        found[target.id] = ast.literal_eval(node.value) if node.value is not None else ...
+                    except ValueError:
+                        found[target.id] = ...
+    return found
+
+
+def _is_seconds(name: str) -> bool:
+    return name.endswith(("_s", "_seconds")) or name in {"timeout", "seconds"} or name.startswith("max_seconds")
+
+
+def check_parameters(runbook: str, declared: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate ``params`` against the runbook's declared parameters; returns them with types fixed.
+
+    Refuses (``RunbookError``) a key that is not an identifier or not declared, and a value whose
+    type does not fit the default's; a single path where a list is declared becomes a one-item
+    list; numbers given for a text parameter become text; seconds must be in (0, 24 h].
+    """
+    names = ", ".join(sorted(declared)) or "(none)"
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        shown = redact_text(repr(key))[:200]
+        if not isinstance(key, str) or not key.isidentifier() or keyword.iskeyword(key):
+            raise RunbookError(f"parameter {shown} is not a parameter name; {runbook} takes: {names}")
+        if key not in declared:
+            raise RunbookError(f"unknown parameter {shown} for {runbook}; it takes: {names}")
+        out[key] = _check_type(runbook, key, declared[key], value)
+    return out
+
+
+def _check_type(runbook: str, key: str, default: Any, value: Any) -> Any:
+    def refuse(expected: str) -> RunbookError:
+        return RunbookError(
+            f"parameter {key!r} of {runbook} takes {expected}, not {type(value).__name__} "
+            f"{redact_text(repr(value))[:120]}"
+        )
+
+    if isinstance(value, float) and not math.isfinite(value):
+        raise refuse("a finite number")
+    if value is None or default is ...:
+        checked = value
+    elif isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise refuse("true or false")
+        checked = value
+    elif isinstance(default, int | float):
+        if isinstance(value, bool):
+            raise refuse("a number")
+        if isinstance(value, str):
+            text = value.strip()
+            if not text.isascii():  # int("１２") is 12: full-width digits are not a number here
+                raise refuse("a number")
+            try:
+                value = int(text)
+            except ValueError:
+                try:
+                    value = float(text)
+                except ValueError:
+                    raise refuse("a number") from None
+            if not math.isfinite(value):
+                raise refuse("a finite number")
+        if not isinstance(value, int | float):
+            raise refuse("a number")
+        if isinstance(default, int) and not _is_seconds(key) and isinstance(value, float):
+            if not value.is_integer():
+                raise refuse("a whole number")
+            value = int(value)
+        checked = value
+    elif isinstance(default, str):
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise refuse("text")
+        checked = value if isinstance(value, str) else str(value)
+    elif isinstance(default, list | tuple):
+        if isinstance(value, str):
+            checked = [value]  # one path where a list of paths is declared
+        elif isinstance(value, list | tuple):
+            checked = list(value)
+        else:
+            raise refuse("a list (or a single value)")
+    elif isinstance(default, dict):
+        if not isinstance(value, dict):
+            raise refuse("a mapping")
+        checked = value
+    else:
+        checked = value
+    if _is_seconds(key) and checked is not None:
+        if isinstance(checked, bool) or not isinstance(checked, int | float):
+            raise refuse("a number of seconds")
+        if not (0 < checked <= MAX_SECONDS):
+            raise RunbookError(
+                f"parameter {key!r} of {runbook} is {checked!r} seconds; it must lie in (0, {MAX_SECONDS}]"
+            )
+    return checked
+
+
+def check_run_dir(run_dir: Path) -> Path:
+    """Make sure ``run_dir`` is (or can become) a writable directory before anything runs."""
+    path = Path(run_dir)
+    if path.exists() and not path.is_dir():
+        raise RunbookError(f"--run-dir {path} exists and is not a directory")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise RunbookError(f"--run-dir {path} lies under {parent}, which is not a directory")
+            break
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunbookError(f"cannot create --run-dir {path}: {exc.strerror or exc}") from exc
+    probe = path / f".write-test-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        with probe.open("x") as handle:
+            handle.write("x")
+        probe.unlink()
+    except OSError as exc:
+        raise RunbookError(
+            f"--run-dir {path} is not writable ({exc.strerror or exc}): read-only, immutable or not yours"
+        ) from exc
+    return path.resolve()
 
 
 def run_runbook(
@@ -154,25 +333,28 @@ def run_runbook(
     import papermill as pm
 
     template = resolve_runbook(name, templates)
-    run_path = Path(run_dir) if run_dir else new_run_dir()
-    run_path.mkdir(parents=True, exist_ok=True)
-    run_path = run_path.resolve()
+    short = _TEMPLATE_RE.match(template.name).group(2)  # type: ignore[union-attr]
+    # Everything that can be refused is refused before the run directory is touched.
+    checked = check_parameters(short, declared_parameters(template), dict(parameters or {}))
+    run_path = check_run_dir(Path(run_dir)) if run_dir else new_run_dir()
     output = run_path / template.name
     if output.exists():
         raise RunbookError(f"{output} already exists: a run never overwrites another; use a new --run-dir")
     _check_run_json(run_path)
     # Parameters are redacted before papermill writes them into the notebook: a secret passed
     # by mistake (an --api-key in a launch command) must not land in shared evidence.
-    params = redact_parameters(dict(parameters or {}))
-    _refuse_altered_targets(dict(parameters or {}), params)
+    params = redact_parameters(checked)
+    _refuse_altered_targets(checked, params)
+    _keep_real_paths(checked, params)
     params["run_dir"] = str(run_path)
-    short = _TEMPLATE_RE.match(template.name).group(2)  # type: ignore[union-attr]
 
     # Claim the output name first so a concurrent run into the same directory fails cleanly.
     try:
         output.open("x").close()
     except FileExistsError as exc:
         raise RunbookError(f"{output} already exists: a run never overwrites another") from exc
+    entry_id = secrets.token_hex(6)
+    _record_running(run_path, short, output, params, entry_id)
 
     started, t0 = utc_now(), time.monotonic()
     status, error = "ok", None
@@ -190,6 +372,10 @@ def run_runbook(
             # the notebook keeps the same lines.
             stdout_file=sys.stderr if progress else None,
             stderr_file=sys.stderr if progress else None,
+            # The kernel's own log (a TCP-transport warning at start, "KeyboardInterrupt caught in
+            # kernel" at shutdown) is noise to the reader of a healthy run; cell errors are kept
+            # in the notebook and in result.error.
+            extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],
         )
     except Exception as exc:  # papermill raises PapermillExecutionError; keep any failure as evidence
         status = "failed"
@@ -214,7 +400,7 @@ def run_runbook(
         headline=headline.to_dict() if headline else None,
         run_dir=str(run_path),
     )
-    record_run(run_path, result)
+    record_run(run_path, result, entry_id)
     return result
 
 
@@ -242,15 +428,55 @@ def _refuse_altered_targets(raw: Mapping[str, Any], redacted: Mapping[str, Any])
             )
 
 
+#: Parameters naming files the runbook reads: a path that exists is used as given (redacting
+#: ``/data/key=abc/bundle`` would make the runbook read a path that does not exist).
+PATH_PARAMETERS = (
+    "source",
+    "log_paths",
+    "evidence_dir",
+    "log_path",
+    "tool_schema_file",
+    "requests_jsonl",
+    "nccl_tests_file",
+    "server_log",
+)
+
+
+def _keep_real_paths(raw: Mapping[str, Any], params: dict[str, Any]) -> None:
+    for key in PATH_PARAMETERS:
+        value = raw.get(key)
+        values = value if isinstance(value, list) else [value]
+        if key in raw and value != params.get(key) and all(isinstance(v, str) and os.path.exists(v) for v in values):
+            params[key] = value
+
+
+#: A run.json larger than this is not read (a record of a few runbooks is a few KiB).
+RUN_JSON_MAX_BYTES = 64 * 1024 * 1024
+
+
+def read_run_json(path: Path) -> Any:
+    """run.json's content, bounded: ValueError when too big, too deep or not JSON; OSError when unreadable."""
+    with path.open("rb") as handle:
+        raw = handle.read(RUN_JSON_MAX_BYTES + 1)
+    if len(raw) > RUN_JSON_MAX_BYTES:
+        raise ValueError(f"larger than {RUN_JSON_MAX_BYTES} bytes")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 def _check_run_json(run_dir: Path) -> None:
     """Refuse to add to a run whose record cannot be read: the result would be lost."""
     path = run_dir / RUN_JSON
     if not path.exists():
         return
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_run_json(path)
         if not isinstance(data, dict) or not isinstance(data.get("runbooks"), list):
             raise ValueError("not a run record")
+        if not all(isinstance(entry, dict) for entry in data["runbooks"]):
+            raise ValueError("an entry of 'runbooks' is not an object")
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise RunbookError(f"{path} is unreadable ({exc}); it is left as it is: use a new --run-dir") from exc
 
@@ -276,29 +502,135 @@ def _describe_error(exc: BaseException) -> str:
 
 
 def _scrub_notebook(path: Path) -> None:
-    """Defence in depth: redact the executed notebook's sources and outputs once more.
+    """Defence in depth: redact the executed notebook's sources and EVERY output once more.
 
-    Figure outputs are left alone: they carry plotly.js (whose code looks like ``key=value``
-    pairs to a redactor) and are drawn from records that were redacted when collected.
+    Text, tracebacks, every mime type of display data (HTML tables, plotly figure JSON with its
+    hover text and titles, scraps, JSON) and output metadata. Only the inlined plotly.js library
+    is left as it is (its code looks like ``key=value`` pairs), recognised byte for byte; base64
+    images are binary. The notebook is rewritten atomically.
     """
     try:
         nb = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return
-    changed = False
-    for cell in nb.get("cells", []):
-        source = cell.get("source", "")
-        clean_source = redact_obj(source)
-        if clean_source != source:
-            cell["source"], changed = clean_source, True
-        for i, output in enumerate(cell.get("outputs", []) or []):
-            if PLOTLY_MIME in (output.get("data") or {}):
-                continue
-            clean = redact_obj(output)
-            if clean != output:
-                cell["outputs"][i], changed = clean, True
-    if changed:
-        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    if not isinstance(nb, dict):
+        return
+    clean = scrub_notebook_json(nb)
+    if clean != nb:
+        write_atomic(path, json.dumps(clean, indent=1, ensure_ascii=False) + "\n")
+
+
+_BINARY_MIMES = ("image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf")
+_SCRIPT = re.compile(r"(<script\b[^>]*>)(.*?)(</script\s*>)", re.S | re.I)
+_TAG_SPLIT = re.compile(r"(<[^>]*>)")
+_JSON_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
+
+
+def scrub_notebook_json(nb: dict[str, Any]) -> dict[str, Any]:
+    """The notebook (as JSON) with every cell source and output redacted."""
+    nb = dict(nb)
+    if "metadata" in nb:  # papermill keeps the parameters and any exception there
+        nb["metadata"] = redact_markup_obj(nb["metadata"])
+    cells = []
+    for cell in nb.get("cells") or []:
+        if not isinstance(cell, dict):
+            cells.append(redact_obj(cell))
+            continue
+        cell = dict(cell)
+        if "source" in cell:
+            cell["source"] = redact_obj(cell["source"])
+        if "metadata" in cell:
+            cell["metadata"] = redact_markup_obj(cell["metadata"])
+        if isinstance(cell.get("outputs"), list):
+            cell["outputs"] = [_scrub_output(o) for o in cell["outputs"]]
+        cells.append(cell)
+    nb["cells"] = cells
+    return nb
+
+
+def _scrub_output(output: Any) -> Any:
+    if not isinstance(output, dict):
+        return redact_obj(output)
+    out: dict[str, Any] = {}
+    for key, value in output.items():
+        if key == "data" and isinstance(value, dict):
+            out[key] = {mime: _scrub_mime(mime, v) for mime, v in value.items()}
+        else:
+            out[key] = redact_markup_obj(value)
+    return out
+
+
+def _scrub_mime(mime: str, value: Any) -> Any:
+    if mime in _BINARY_MIMES:
+        return value
+    if mime == "text/html":
+        text = "".join(value) if isinstance(value, list) else value
+        return scrub_html(text) if isinstance(text, str) else redact_markup_obj(value)
+    return redact_markup_obj(value)
+
+
+def scrub_html(html_text: str) -> str:
+    """Redact an HTML output: text between tags, tags, and the JSON strings of figure scripts.
+
+    The inlined plotly.js library is recognised exactly and kept as it is.
+    """
+    library = _plotlyjs()
+    parts = html_text.split(library) if library and library in html_text else [html_text]
+    return library.join(_scrub_html_part(p) for p in parts) if len(parts) > 1 else _scrub_html_part(html_text)
+
+
+def _scrub_html_part(text: str) -> str:
+    out: list[str] = []
+    pos = 0
+    for m in _SCRIPT.finditer(text):
+        out.append(_scrub_markup_text(text[pos : m.start()]))
+        body = _JSON_STRING.sub(_scrub_json_string, m.group(2))
+        out.append(m.group(1) + body + m.group(3))
+        pos = m.end()
+    out.append(_scrub_markup_text(text[pos:]))
+    return "".join(out)
+
+
+def _scrub_markup_text(text: str) -> str:
+    pieces = _TAG_SPLIT.split(text)
+    return "".join(redact_text(p) if p.startswith("<") else redact_markup(p) for p in pieces)
+
+
+def _scrub_json_string(m: re.Match[str]) -> str:
+    try:
+        value = json.loads(m.group(0))
+    except ValueError:
+        return redact_text(m.group(0))
+    clean = redact_markup(value)
+    if clean == value:
+        return m.group(0)
+    return json.dumps(clean, ensure_ascii=False).replace("</", "<\\/")
+
+
+_PLOTLYJS: list[str] = []
+
+
+def _plotlyjs() -> str:
+    """The plotly.js source plotly inlines into figure HTML ("" when plotly is not installed)."""
+    if not _PLOTLYJS:
+        try:
+            from plotly.offline import get_plotlyjs
+
+            _PLOTLYJS.append(get_plotlyjs())
+        except Exception:  # noqa: BLE001 - without plotly there is no library to keep
+            _PLOTLYJS.append("")
+    return _PLOTLYJS[0]
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``path`` through a temporary file in the same directory and a rename: never half-written."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
+    try:
+        with tmp.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _render_html(notebook: Path) -> Path | None:
@@ -318,47 +650,99 @@ def _render_html(notebook: Path) -> Path | None:
     if html_path.exists():
         return None
     # The HTML is rendered from the scrubbed notebook, so it holds nothing the notebook does not.
-    html_path.write_text(body, encoding="utf-8")
+    write_atomic(html_path, body)
     return html_path
 
 
-def record_run(run_dir: Path, result: RunbookResult) -> dict[str, Any]:
-    """Add one runbook result to run.json and refresh the artefact manifest."""
+def record_run(run_dir: Path, result: RunbookResult, entry_id: str | None = None) -> dict[str, Any]:
+    """Add one runbook result to run.json (replacing its ``running`` entry) and refresh the manifest."""
     with _run_lock(run_dir):
-        return _record_run_locked(run_dir, result)
+        return _record_run_locked(run_dir, result.to_dict(), entry_id)
 
 
-def _record_run_locked(run_dir: Path, result: RunbookResult) -> dict[str, Any]:
+def _record_running(run_dir: Path, name: str, output: Path, params: dict[str, Any], entry_id: str) -> None:
+    """Say in run.json that a runbook is running, before it runs.
+
+    A run killed mid-way (SIGKILL, a lost node) then leaves ``status: running`` behind, which
+    ``runs`` reports as ``interrupted`` instead of the earlier runbook's ``ok``.
+    """
+    entry = {
+        "name": name,
+        "notebook": str(output),
+        "html": None,
+        "status": "running",
+        "started_at": utc_now(),
+        "parameters": params,
+        "run_dir": str(run_dir),
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+    }
+    with _run_lock(run_dir):
+        _record_run_locked(run_dir, entry, entry_id)
+
+
+def run_json_digest(data: Mapping[str, Any]) -> str:
+    """sha256 of run.json's content without its ``signature``: a hand edit no longer matches."""
+    body = {k: v for k, v in data.items() if k != "signature"}
+    canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _record_run_locked(run_dir: Path, entry: dict[str, Any], entry_id: str | None) -> dict[str, Any]:
     path = run_dir / RUN_JSON
-    data: dict[str, Any]
+    data: dict[str, Any] | None = None
     if path.exists():
-        data = json.loads(path.read_text(encoding="utf-8"))
-    else:
+        try:
+            data = read_run_json(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("runbooks"), list):
+            # Broken since the run started: keep it beside, under a new name, and start afresh
+            # rather than lose the result of a notebook that has already run.
+            path.rename(path.with_name(f"{RUN_JSON}.unreadable-{secrets.token_hex(3)}"))
+            data = None
+    if data is None:
         data = {
             "schema": "run",
             "schema_version": 1,
             "run_id": run_dir.name,
             "host": socket.gethostname(),
-            "created_at": result.started_at,
+            "created_at": entry.get("started_at") or utc_now(),
             "versions": environment_versions(),
             "runbooks": [],
         }
-    data["runbooks"].append(result.to_dict())
+    entry = {**entry, "entry_id": entry_id} if entry_id else entry
+    books = [b for b in data["runbooks"] if not (entry_id and isinstance(b, dict) and b.get("entry_id") == entry_id)]
+    data["runbooks"] = [*books, entry]
     data["updated_at"] = utc_now()
-    data["status"] = "failed" if any(r["status"] != "ok" for r in data["runbooks"]) else "ok"
+    statuses = [b.get("status") if isinstance(b, dict) else "unreadable" for b in data["runbooks"]]
+    data["status"] = "running" if "running" in statuses else "ok" if all(st == "ok" for st in statuses) else "failed"
     data["artefacts"] = {
         str(p.relative_to(run_dir)): sha256_file(p)
         for p in sorted(run_dir.rglob("*"))
-        if p.is_file() and p.name not in (RUN_JSON, LOCK_FILE) and not p.name.endswith(".json.tmp")
+        if p.is_file() and not is_run_bookkeeping(p.relative_to(run_dir))
     }
+    data.pop("signature", None)
+    data = redact_obj(data)
+    data["signature"] = {"sha256": run_json_digest(data), "covers": "run.json without this field"}
     tmp = path.with_name(f"{RUN_JSON}.{os.getpid()}.json.tmp")
-    tmp.write_text(json.dumps(redact_obj(data), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(path)
     return data
 
 
+def is_run_bookkeeping(rel: Path) -> bool:
+    """Files of the run directory that are not artefacts: run.json itself, its lock, temp files."""
+    name = rel.name
+    return (
+        len(rel.parts) == 1
+        and (name in (RUN_JSON, LOCK_FILE) or name.startswith(f"{RUN_JSON}.unreadable-") or name.endswith(".json.tmp"))
+    ) or name.startswith(".write-test-")
+
+
 def load_run(run_dir: str | Path) -> dict[str, Any]:
-    return json.loads((Path(run_dir) / RUN_JSON).read_text(encoding="utf-8"))
+    """A run's run.json, read with the size and depth bound of every run.json read."""
+    return read_run_json(Path(run_dir) / RUN_JSON)  # type: ignore[no-any-return]
 
 
 _PACKAGES = (

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import socket
 from pathlib import Path
 from typing import Any
 
 from .records import Record
-from .runner import DEFAULT_RUNS_DIR, RUN_JSON, sha256_file
+from .runner import DEFAULT_RUNS_DIR, RUN_JSON, is_run_bookkeeping, read_run_json, run_json_digest, sha256_file
 
 
 @dataclasses.dataclass
@@ -35,31 +37,82 @@ def summarise_run(run_dir: str | Path, verify: bool = False) -> RunSummary:
     """run.json → RunSummary; with ``verify`` the artefacts' sha256 are checked against it."""
     path = Path(run_dir)
     try:
-        data = json.loads((path / RUN_JSON).read_text(encoding="utf-8"))
+        data = read_run_json(path / RUN_JSON)
     except FileNotFoundError:
         return RunSummary(str(path), "unreadable", reason="no run.json (interrupted before the first runbook ended?)")
     except (OSError, ValueError) as exc:
         return RunSummary(str(path), "unreadable", reason=f"run.json unreadable: {exc}")
+    if not isinstance(data, dict):
+        return RunSummary(str(path), "unreadable", reason=f"run.json holds a {type(data).__name__}, not an object")
+    entries = data.get("runbooks")
+    if not isinstance(entries, list):
+        return RunSummary(str(path), "unreadable", reason="run.json has no list of runbooks")
     verdicts: dict[str, str | None] = {}
     figures: dict[str, dict[str, Any]] = {}
-    for entry in data.get("runbooks", []):
-        head = entry.get("headline") or {}
-        verdicts[entry.get("name", "?")] = head.get("verdict")
-        figures[entry.get("name", "?")] = head.get("figures") or {}
-    tampered = []
-    if verify:
-        for rel, digest in (data.get("artefacts") or {}).items():
-            artefact = path / rel
-            if not artefact.is_file() or sha256_file(artefact) != digest:
-                tampered.append(rel)
+    problems: list[str] = []
+    status = data.get("status") if isinstance(data.get("status"), str) else "unknown"
+    for entry in entries:
+        if not isinstance(entry, dict):
+            problems.append(f"a runbooks entry is a {type(entry).__name__}, not an object")
+            status = "unreadable"
+            continue
+        name = str(entry.get("name", "?"))
+        if entry.get("status") == "running":
+            state = _running_state(entry)
+            verdicts[name] = state
+            if state == "interrupted":
+                problems.append(f"{name} was interrupted (started {entry.get('started_at')}, never finished)")
+                status = "interrupted"
+            elif status != "interrupted":
+                status = "running"
+            continue
+        head = entry.get("headline") if isinstance(entry.get("headline"), dict) else {}
+        verdict = head.get("verdict")
+        verdicts[name] = verdict if isinstance(verdict, str | type(None)) else str(verdict)
+        figures[name] = head.get("figures") if isinstance(head.get("figures"), dict) else {}
+    tampered = _verify(path, data) if verify else []
     return RunSummary(
         run_dir=str(path),
-        status=data.get("status", "unknown"),
-        created_at=data.get("created_at"),
+        status=status,
+        created_at=data.get("created_at") if isinstance(data.get("created_at"), str) else None,
         verdicts=verdicts,
         figures=figures,
+        reason="; ".join(problems) or None,
         tampered=tampered,
     )
+
+
+def _running_state(entry: dict[str, Any]) -> str:
+    """``running`` while the process that wrote the entry is alive on this host, else ``interrupted``."""
+    pid = entry.get("pid")
+    if entry.get("host") != socket.gethostname() or not isinstance(pid, int) or pid <= 0:
+        return "interrupted"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return "interrupted"
+    except PermissionError:
+        return "running"
+    return "running"
+
+
+def _verify(path: Path, data: dict[str, Any]) -> list[str]:
+    """What no longer matches run.json: changed or missing artefacts, files the manifest does not
+    list (a notebook left by a killed run), and run.json itself when its signature does not match."""
+    found: list[str] = []
+    signature = data.get("signature")
+    if not isinstance(signature, dict) or signature.get("sha256") != run_json_digest(data):
+        found.append(f"{RUN_JSON} (edited: its signature does not match)")
+    listed = data.get("artefacts") if isinstance(data.get("artefacts"), dict) else {}
+    for rel, digest in listed.items():
+        artefact = path / str(rel)
+        if not artefact.is_file() or sha256_file(artefact) != digest:
+            found.append(str(rel))
+    for p in sorted(path.rglob("*")):
+        rel = p.relative_to(path)
+        if (p.is_file() or p.is_symlink()) and not is_run_bookkeeping(rel) and str(rel) not in listed:
+            found.append(f"{rel} (not in the manifest)")
+    return found
 
 
 def list_runs(base: str | Path | None = None) -> list[RunSummary]:
@@ -169,7 +222,7 @@ def load_results(run_dir: str | Path) -> RunResults:
 
     out = RunResults(run_dir=str(run_dir))
     try:
-        names = [e.get("name") for e in json.loads((Path(run_dir) / RUN_JSON).read_text(encoding="utf-8"))["runbooks"]]
+        names = [e.get("name") for e in read_run_json(Path(run_dir) / RUN_JSON)["runbooks"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         out.refused["run.json"] = f"unreadable: {exc}"
         return out

@@ -45,12 +45,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
+from .bounded import load_json
 from .records import Record, rebuild, to_jsonable
 
 HEADLINE_SCRAP = "headline"
@@ -211,6 +211,10 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+#: A run.json or saved record larger than this is not read (a record is a few KiB; a run dir may be hostile).
+ARTEFACT_JSON_MAX_BYTES = 64 * 1024 * 1024
+
+
 def verify_artefact(run_dir: str | Path, path: Path) -> None:
     """Refuse ``path`` when the run's sha256 manifest (run.json) says it has changed.
 
@@ -222,7 +226,7 @@ def verify_artefact(run_dir: str | Path, path: Path) -> None:
     if not manifest_file.is_file():
         return
     try:
-        manifest = json.loads(manifest_file.read_text(encoding="utf-8")).get("artefacts") or {}
+        manifest = load_json(manifest_file, ARTEFACT_JSON_MAX_BYTES)[0].get("artefacts") or {}
     except (OSError, ValueError, AttributeError) as exc:
         raise ArtefactError(manifest_file, f"run manifest unreadable ({exc})") from exc
     rel = path.resolve().relative_to(run.resolve()).as_posix()
@@ -234,7 +238,7 @@ def verify_artefact(run_dir: str | Path, path: Path) -> None:
 def latest_artefact(run_dir: str | Path, relpath: str) -> Path | None:
     """The newest of ``relpath``, ``name-2``, ``name-3``… (a re-run cell never overwrites)."""
     target = Path(run_dir) / relpath
-    pattern = re.compile(rf"^{re.escape(target.stem)}(?:-(\d+))?{re.escape(target.suffix)}$")
+    pattern = re.compile(rf"^{re.escape(target.stem)}(?:-(\d+))?{re.escape(target.suffix)}$", re.ASCII)
     found: list[tuple[int, Path]] = []
     if target.parent.is_dir():
         for p in target.parent.iterdir():
@@ -255,8 +259,8 @@ def read_artefact_json(run_dir: str | Path, relpath: str, schema: str | None = N
         raise FileNotFoundError(f"no {relpath} in {run_dir}")
     verify_artefact(run_dir, path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        data = load_json(path, ARTEFACT_JSON_MAX_BYTES)[0]
+    except (OSError, ValueError) as exc:
         raise ArtefactError(path, f"not readable JSON ({exc})") from exc
     if not isinstance(data, dict):
         raise ArtefactError(path, f"holds {type(data).__name__}, not a record")

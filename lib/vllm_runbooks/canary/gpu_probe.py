@@ -106,7 +106,7 @@ def nvidia_smi_gpus(timeout_s: float = 20.0) -> dict[str, Any]:
         if len(parts) >= 5:
             gpus.append(
                 {
-                    "index": int(parts[0]) if parts[0].isdigit() else parts[0],
+                    "index": int(parts[0]) if parts[0].isascii() and parts[0].isdigit() else parts[0],
                     "name": parts[1],
                     "compute_capability": parts[2],
                     "driver_version": parts[3],

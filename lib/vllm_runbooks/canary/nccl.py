@@ -17,21 +17,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..bounded import read_text
 from ..records import Record
 from .gpu_probe import run_json
 
 _NUM = r"(?:[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?|N/A)"
+# Digits are ASCII only (re.ASCII): a full-width "１２" must not become a row, a count or a GPU number.
 # size count type redop [root] | time algbw busbw #wrong | time algbw busbw #wrong
 ROW = re.compile(
     rf"(?:^|\s)(\d+)\s+(\d+)\s+([a-z0-9_]+)\s+([a-z]+)\s+(?:(-?\d+)\s+)?"
     rf"({_NUM})\s+({_NUM})\s+({_NUM})\s+({_NUM})\s+({_NUM})\s+({_NUM})\s+({_NUM})\s+({_NUM})\s*$",
-    re.I,
+    re.I | re.ASCII,
 )
-OOB = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)", re.I)
-AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([0-9.]+(?:e[+-]?\d+)?)", re.I)
-HEADER = re.compile(r"#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
+OOB = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)", re.I | re.ASCII)
+AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([0-9.]+(?:e[+-]?\d+)?)", re.I | re.ASCII)
+HEADER = re.compile(r"#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)", re.ASCII)
 DEVICE = re.compile(
-    r"#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.+?)\s*$"
+    r"#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.+?)\s*$", re.ASCII
 )
 CONCLUDED = re.compile(r"#\s*Collective test concluded:\s*(\S+)")
 ERROR = re.compile(r"NCCL WARN|Test NCCL failure|Test CUDA failure|NCCL error|unhandled (?:system|cuda) error", re.I)
@@ -79,6 +81,7 @@ class NcclTestsResult(Record):
     avg_busbw_gbps: float | None = None
     max_busbw_gbps: float | None = None
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # about the reading, not the run (e.g. bytes replaced)
 
     @property
     def complete(self) -> bool:
@@ -145,10 +148,23 @@ def parse_nccl_tests(text: str, source: str = "") -> NcclTestsResult:
     return res
 
 
+#: nccl-tests output is a few hundred lines; more than this is read up to the bound (and said so).
+NCCL_TESTS_MAX_BYTES = 16 * 1024 * 1024
+
+
 def load_nccl_tests(path: str | Path) -> NcclTestsResult:
-    """Read an nccl-tests output file, bounded; an unreadable file is a result saying so."""
-    p = Path(path)
-    return parse_nccl_tests(p.read_text(encoding="utf-8", errors="replace"), str(p))
+    """Read an nccl-tests output file, bounded (OSError when it cannot be opened).
+
+    A file cut at the bound keeps its rows; the cut is listed in ``errors`` (so the result does not
+    pass on a head alone); bytes that are not UTF-8 are replaced and noted in ``notes``.
+    """
+    got = read_text(path, NCCL_TESTS_MAX_BYTES)
+    res = parse_nccl_tests(got.text, str(path))
+    if got.cut:
+        res.errors.insert(0, got.notes()[0])
+    if got.non_utf8:
+        res.notes.append(f"{path}: bytes that are not UTF-8 were replaced (U+FFFD)")
+    return res
 
 
 ALLREDUCE_SCRIPT = r"""

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 MAX_BYTES = 8 * 1024 * 1024
-STAMP = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(\d\d)-(\d\d)\s+(\d\d):(\d\d):(\d\d)(?:\.\d+)?\b")
+STAMP = re.compile(
+    r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(\d\d)-(\d\d)\s+(\d\d):(\d\d):(\d\d)(?:\.\d+)?\b", re.ASCII
+)
 LOAD_LINE = re.compile(
     r"(non-default args|Starting to load model|Loading weights took|Model loading took|Initializing model took|"
     r"init engine .* took|KV cache size|Maximum concurrency|Memory profiling takes|Starting vLLM (?:API )?server on|"

@@ -9,7 +9,6 @@ reported as ``valid / checked`` with its counts (a rate without counts hides a 1
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
@@ -18,12 +17,15 @@ from typing import Any
 
 import jsonschema
 
+from ..bounded import load_json
 from ..client import ChatResult, ToolCall
 from ..records import Record
 from .model import excerpt
 
 DEFAULT_TOOL_SCHEMA_FILE = "tool_schemas/default_tools.json"
 MAX_EXAMPLES = 8
+#: A tool schema file is a few KiB; a bigger one is refused rather than held in memory.
+TOOL_SCHEMA_MAX_BYTES = 4 * 1024 * 1024
 
 DEFAULT_PROMPTS = [
     "What is the weather in Paris right now?",
@@ -75,7 +77,7 @@ def load_tool_suite(path: str | Path | None = None) -> ToolSuite:
     or a bare list of OpenAI tool definitions. Raises ValueError naming what is wrong."""
     p = Path(path) if path else default_tool_schema_path()
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data, _notes = load_json(p, TOOL_SCHEMA_MAX_BYTES)  # non-UTF-8 bytes replaced: names then show it
     except (OSError, ValueError) as exc:
         raise ValueError(f"cannot read tool schema file {p}: {exc}") from exc
     if isinstance(data, list):
@@ -93,6 +95,8 @@ def load_tool_suite(path: str | Path | None = None) -> ToolSuite:
             raise ValueError(
                 f"{p}: tools[{i}] ({fn['name']}) parameters is not a valid JSON Schema: {exc.message}"
             ) from exc
+        except RecursionError:
+            raise ValueError(f"{p}: tools[{i}] ({fn['name']}) parameters is nested too deeply") from None
     suite = ToolSuite(source=str(p), tools=tools)
     if data.get("prompts"):
         suite.prompts = [str(x) for x in data["prompts"]]

@@ -83,17 +83,46 @@ def build_inputs(args: argparse.Namespace) -> CompatInputs:
 def run(args: argparse.Namespace) -> int:
     """Print the verdict. Exit OK when decided, REFUSED on unreadable input, never a traceback."""
     from ..compat import decide, recommend
+    from ..compat.profiles import profile_names
 
     try:
+        if not any(
+            getattr(args, k) is not None
+            for k in (
+                "image_cuda",
+                "driver",
+                "gpu",
+                "compute_capability",
+                "brand",
+                "compat_libs",
+                "require_cuda",
+                "evidence",
+            )
+        ):
+            print(
+                "check-compat: nothing to decide from: give --evidence RUN_DIR or flags (--image-cuda, --driver, "
+                "--gpu …); see --help",
+                file=sys.stderr,
+            )
+            return exit_codes.REFUSED
+        if args.profile is not None and args.profile not in profile_names():
+            print(
+                f"check-compat: unknown profile {args.profile!r}; known: {', '.join(profile_names())}", file=sys.stderr
+            )
+            return exit_codes.REFUSED
         inputs = build_inputs(args)
     except FileNotFoundError as exc:
         print(f"check-compat: {exc}", file=sys.stderr)
         return exit_codes.REFUSED
-    except (ValueError, KeyError, json.JSONDecodeError) as exc:
-        print(f"check-compat: cannot read input: {exc}", file=sys.stderr)
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, UnicodeDecodeError) as exc:
+        print(f"check-compat: cannot read input: {type(exc).__name__}: {exc}"[:500], file=sys.stderr)
         return exit_codes.REFUSED
-    d = decide(inputs)
-    rem = recommend(d)
+    try:
+        d = decide(inputs)
+        rem = recommend(d)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # input of a shape the rules do not take
+        print(f"check-compat: cannot decide from this input: {type(exc).__name__}: {exc}"[:500], file=sys.stderr)
+        return exit_codes.REFUSED
     if args.format == "json":
         out = {
             "verdict": d.verdict,

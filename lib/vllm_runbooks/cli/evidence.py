@@ -17,8 +17,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "probe",
         help="capture this node's evidence into a bundle directory (redacted)",
         description="Capture nvidia-smi, NVML-free driver facts, docker/toolkit, image and container "
-        "inspect, logs and env into a bundle (docs/BUNDLE.md). With --write-script, write a "
-        "self-contained stdlib-only probe to copy onto a node where nothing can be installed.",
+        "inspect, logs, env and the vLLM/torch versions (read without importing them; the slow "
+        "`python -m vllm.collect_env` only with --collect-env) into a bundle (docs/BUNDLE.md). "
+        "With --write-script, write a self-contained stdlib-only probe to copy onto a node where "
+        "nothing can be installed.",
     )
     p.add_argument("--write-script", metavar="PATH", help="write the single-file probe (redact.py inlined) and exit")
     probe.build_parser(p)
@@ -31,7 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _cmd_probe(args: argparse.Namespace) -> int:
     """Write the probe script, or run the probe into ``--out`` (its own codes: 0 ok, 2 refused)."""
     if args.write_script:
-        path = probe.write_script(args.write_script)
+        try:
+            path = probe.write_script(args.write_script)
+        except OSError as exc:
+            print(f"probe: {exc}", file=sys.stderr)
+            return 2
         print(f"wrote {path}: copy it to the node and run `python3 {path.name} --out DIR`")
         return exit_codes.OK
     if not args.out:

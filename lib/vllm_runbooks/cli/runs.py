@@ -13,7 +13,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``runs`` and ``compare``."""
     runs = sub.add_parser("runs", help="list past run directories with status and verdicts")
     runs.add_argument("--base", help="folder of run directories (default: runs/)")
-    runs.add_argument("--verify", action="store_true", help="check every artefact's sha256 against run.json")
+    runs.add_argument(
+        "--verify",
+        action="store_true",
+        help="check every artefact's sha256, files the manifest does not list, and run.json's own signature",
+    )
     runs.add_argument("--format", choices=("text", "json"), default="text")
     runs.set_defaults(func=cmd_runs)
 

@@ -46,14 +46,14 @@ def parse_version(text: str | int | float | None) -> Version | None:
     """'575.57.08' -> (575, 57, 8); '>=13.0' -> (13, 0); None or no digits -> None."""
     if text is None:
         return None
-    m = re.search(r"\d+(?:\.\d+)*", str(text))
+    m = re.search(r"[0-9]+(?:\.[0-9]+)*", str(text))
     if not m:
         return None
     return tuple(int(p) for p in m.group(0).split("."))
 
 
-_DOTTED = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
-_CU_TAG = re.compile(r"cu(\d{2})(\d)", re.IGNORECASE)
+_DOTTED = re.compile(r"([0-9]+)\.([0-9]+)(?:\.([0-9]+))?")
+_CU_TAG = re.compile(r"cu([0-9]{2})([0-9])", re.IGNORECASE)
 
 
 def parse_cuda_version(text: str | None) -> tuple[Version | None, str]:
@@ -97,7 +97,9 @@ def parse_compute_capability(text: str | None) -> tuple[Version | None, str]:
     if text is None or not str(text).strip():
         return None, "no compute capability given (compute_capability)"
     raw = str(text).strip()
-    if re.fullmatch(r"\d+\.\d+", raw):
+    # ASCII digits only (full-width ones are not a version), and a plausible size: no GPU has a
+    # compute capability past 99.x, and a huge number must not compare as "new enough".
+    if re.fullmatch(r"[0-9]{1,2}\.[0-9]{1,2}", raw):
         return parse_version(raw), ""
     return None, f"could not parse compute_capability {raw!r}: give major.minor (e.g. 9.0)"
 

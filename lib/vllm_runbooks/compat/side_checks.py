@@ -98,7 +98,7 @@ def profile_demands(inputs: CompatInputs, img: tuple[int, ...] | None, drv: tupl
     return out
 
 
-_FOUND = re.compile(r"found version (\d{4,6})")
+_FOUND = re.compile(r"found version (\d{4,6})", re.ASCII)  # ASCII digits only: "１２０００" is no version
 
 
 def log_checks(

@@ -7,11 +7,11 @@ need the collectors: this module imports neither the collectors, the probe nor t
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..bounded import load_json
 from ..records import Record
 from ..stage import ArtefactError, Headline, ResultMixin, register_result, sha256_file, verify_artefact
 
@@ -59,6 +59,8 @@ class Item:
 
 
 EVIDENCE_FILE = "evidence.json"
+#: evidence.json is a few hundred KiB at most; a bigger (or hand-made) one is refused, not held in memory.
+EVIDENCE_MAX_BYTES = 64 * 1024 * 1024
 VERDICTS = ("complete", "partial", "empty")
 
 
@@ -181,8 +183,8 @@ class Evidence(ResultMixin, Record):
         if not p.is_file():
             raise FileNotFoundError(f"no evidence file at {p}")
         try:
-            data: Any = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            data: Any = load_json(p, EVIDENCE_MAX_BYTES)[0]
+        except (OSError, ValueError) as exc:
             raise ArtefactError(p, f"not readable JSON ({exc})") from exc
         if not isinstance(data, dict) or data.get("schema") != cls.SCHEMA:
             schema = data.get("schema") if isinstance(data, dict) else type(data).__name__

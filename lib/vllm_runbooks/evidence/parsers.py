@@ -40,7 +40,7 @@ def _mib(v: str | None) -> int | None:
     v = _na(v)
     if not v:
         return None
-    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(MiB|GiB|KiB|B)?\s*$", v)
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(MiB|GiB|KiB|B)?\s*$", v, re.ASCII)
     if not m:
         return None
     n = float(m.group(1))
@@ -57,13 +57,13 @@ def cuda_int_to_str(n: int | None) -> str | None:
 
 def cuda_str_to_int(s: str | None) -> int | None:
     """ "12.9" → 12090."""
-    m = re.match(r"^\s*(\d+)\.(\d+)", s or "")
+    m = re.match(r"^\s*(\d+)\.(\d+)", s or "", re.ASCII)
     return int(m.group(1)) * 1000 + int(m.group(2)) * 10 if m else None
 
 
 def driver_branch(version: str | None) -> str | None:
     """ "575.57.08" → "r575"."""
-    m = re.match(r"^\s*(\d{3,})\.", version or "")
+    m = re.match(r"^\s*(\d{3,})\.", version or "", re.ASCII)
     return f"r{m.group(1)}" if m else None
 
 
@@ -117,7 +117,7 @@ def parse_nvidia_smi_xml(text: str) -> dict[str, Any]:
             "ecc_errors/volatile/sram_uncorrectable_secded",
         ):
             v = t(g, path)
-            if v is not None and v.isdigit():
+            if v is not None and v.isascii() and v.isdigit():
                 ecc_unc = (ecc_unc or 0) + int(v)
         cc = t(g, "compute_cap")
         gpus.append(
@@ -149,13 +149,15 @@ def parse_nvidia_smi_xml(text: str) -> dict[str, Any]:
 
 # --- nvidia-smi (text table) -------------------------------------------------------------------
 _SMI_HEADER = re.compile(
-    r"NVIDIA-SMI\s+(?P<smi>[\d.]+)\s+Driver Version:\s*(?P<drv>[\d.]+)\s+CUDA Version:\s*(?P<cuda>[\d.]+|N/A)"
+    r"NVIDIA-SMI\s+(?P<smi>[\d.]+)\s+Driver Version:\s*(?P<drv>[\d.]+)\s+CUDA Version:\s*(?P<cuda>[\d.]+|N/A)",
+    re.ASCII,
 )
 _SMI_ROW1 = re.compile(
     r"^\|\s*(?P<idx>\d+)\s+(?P<name>.+?)\s+(?P<pers>On|Off)\s+\|\s*(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:"
-    r"[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s+(?P<disp>\S+)\s*\|\s*(?P<ecc>\S+)\s*\|"
+    r"[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s+(?P<disp>\S+)\s*\|\s*(?P<ecc>\S+)\s*\|",
+    re.ASCII,
 )
-_SMI_ROW2 = re.compile(r"\|\s*(?P<used>\d+)MiB\s*/\s*(?P<total>\d+)MiB\s*\|")
+_SMI_ROW2 = re.compile(r"\|\s*(?P<used>\d+)MiB\s*/\s*(?P<total>\d+)MiB\s*\|", re.ASCII)
 _SMI_ROW3 = re.compile(r"^\|\s+\|\s+\|\s*(?P<mig>Enabled|Disabled|N/A)\s*\|")
 
 
@@ -192,7 +194,7 @@ def parse_nvidia_smi_text(text: str) -> dict[str, Any]:
                 "memory_used_mib": int(row2.group("used")) if row2 else None,
                 "persistence_mode": "Enabled" if r.group("pers") == "On" else "Disabled",
                 "mig_mode": row3.group("mig") if row3 else None,
-                "ecc_errors_uncorrected": int(ecc) if ecc.isdigit() else None,
+                "ecc_errors_uncorrected": int(ecc) if ecc.isascii() and ecc.isdigit() else None,
                 "nvlink_active_links": None,
             }
         )
@@ -237,14 +239,14 @@ def parse_topo(text: str) -> dict[str, Any]:
     if hdr_i is None:
         raise ParseError("no GPU0… header row in topo -m output")
     header = [h.strip() for h in lines[hdr_i].strip().split("\t") if h.strip()]
-    devs = [h for h in header if re.match(r"^(GPU|NIC)\d+$", h)]
+    devs = [h for h in header if re.match(r"^(GPU|NIC)\d+$", h, re.ASCII)]
     gpus = [h for h in devs if h.startswith("GPU")]
     matrix: list[list[str]] = []
     affinity: dict[str, dict[str, str]] = {}
     nic_matrix: dict[str, list[str]] = {}
     for ln in lines[hdr_i + 1 :]:
         cells = [c.strip() for c in ln.strip().split("\t")]
-        if not cells or not re.match(r"^(GPU|NIC)\d+$", cells[0]):
+        if not cells or not re.match(r"^(GPU|NIC)\d+$", cells[0], re.ASCII):
             if ln.strip().startswith("Legend"):
                 break
             continue
@@ -259,7 +261,7 @@ def parse_topo(text: str) -> dict[str, Any]:
         raise ParseError("topo -m header found but no GPU rows")
     nics = {}
     for ln in lines:
-        m = re.match(r"^\s*(NIC\d+):\s*(\S+)", ln)
+        m = re.match(r"^\s*(NIC\d+):\s*(\S+)", ln, re.ASCII)
         if m:
             nics[m.group(1)] = m.group(2)
     return {"gpus": gpus, "matrix": matrix, "nics": nics, "gpu_nic": nic_matrix, "affinity": affinity}
@@ -269,7 +271,7 @@ def nvlink_counts_from_topo(topo: dict[str, Any]) -> list[int | None]:
     """Per GPU, the largest NV# bond it has to a peer (18 for H100/H200 SXM)."""
     out: list[int | None] = []
     for row in topo.get("matrix", []):
-        ns = [int(m.group(1)) for c in row if (m := re.match(r"^NV(\d+)$", c))]
+        ns = [int(m.group(1)) for c in row if (m := re.match(r"^NV(\d+)$", c, re.ASCII))]
         out.append(max(ns) if ns else None)
     return out
 
@@ -280,12 +282,12 @@ def parse_nvlink_status(text: str) -> dict[int, dict[str, int]]:
     out: dict[int, dict[str, int]] = {}
     cur: int | None = None
     for ln in (text or "").splitlines():
-        m = re.match(r"^GPU\s+(\d+):", ln.strip())
+        m = re.match(r"^GPU\s+(\d+):", ln.strip(), re.ASCII)
         if m:
             cur = int(m.group(1))
             out[cur] = {"active": 0, "inactive": 0}
             continue
-        m = re.match(r"^Link\s+\d+:\s*(.+)$", ln.strip())
+        m = re.match(r"^Link\s+\d+:\s*(.+)$", ln.strip(), re.ASCII)
         if m and cur is not None:
             out[cur]["inactive" if "inactive" in m.group(1).lower() else "active"] += 1
     return out
@@ -294,7 +296,7 @@ def parse_nvlink_status(text: str) -> dict[int, dict[str, int]]:
 # --- /proc/driver/nvidia/version ---------------------------------------------------------------
 def parse_proc_driver_version(text: str) -> dict[str, Any]:
     """The kernel module's version from /proc/driver/nvidia/version (differs from user space until a reboot)."""
-    m = re.search(r"Kernel Module(?: for [\w]+)?\s+([\d.]+)", text or "")
+    m = re.search(r"Kernel Module(?: for [\w]+)?\s+([\d.]+)", text or "", re.ASCII)
     if not m:
         raise ParseError("no 'Kernel Module <version>' line in /proc/driver/nvidia/version")
     return {"kernel_module_version": m.group(1), "open_kernel_module": "Open Kernel Module" in text}
@@ -332,13 +334,13 @@ def parse_uname(text: str) -> dict[str, str | None]:
 
 def parse_meminfo(text: str) -> int | None:
     """Total memory in bytes from /proc/meminfo, or None."""
-    m = re.search(r"^MemTotal:\s+(\d+)\s*kB", text or "", re.M)
+    m = re.search(r"^MemTotal:\s+(\d+)\s*kB", text or "", re.M | re.ASCII)
     return int(m.group(1)) * 1024 if m else None
 
 
 def parse_uptime(text: str) -> float | None:
     """Seconds since boot from /proc/uptime, or None."""
-    m = re.match(r"^\s*([\d.]+)", text or "")
+    m = re.match(r"^\s*([\d.]+)", text or "", re.ASCII)
     return float(m.group(1)) if m else None
 
 
@@ -347,7 +349,7 @@ def parse_df_bytes(text: str) -> int | None:
     lines = [ln for ln in (text or "").splitlines() if ln.strip()]
     for ln in lines[1:]:
         cols = ln.split()
-        if len(cols) >= 2 and cols[1].isdigit():
+        if len(cols) >= 2 and cols[1].isascii() and cols[1].isdigit():
             return int(cols[1]) * 1024
     return None
 
@@ -358,6 +360,8 @@ def _load_json(text: str, what: str) -> Any:
         return json.loads(text)
     except (ValueError, TypeError) as e:
         raise ParseError(f"{what} is not JSON: {e}") from e
+    except RecursionError:
+        raise ParseError(f"{what} is nested too deeply to read") from None
 
 
 def env_list_to_dict(env: list[str] | None) -> dict[str, str]:
@@ -469,10 +473,10 @@ def parse_docker_info(text: str) -> dict[str, Any]:
 
 def parse_tool_version(text: str) -> str | None:
     """First version-looking token of ``nvidia-ctk --version`` / ``nvidia-container-cli --version``."""
-    m = re.search(r"(?:version|cli-version:?)\s*:?\s*v?(\d+\.\d+\.\d+[\w.~-]*)", text or "", re.I)
+    m = re.search(r"(?:version|cli-version:?)\s*:?\s*v?(\d+\.\d+\.\d+[\w.~-]*)", text or "", re.I | re.ASCII)
     if m:
         return m.group(1)
-    m = re.search(r"\b(\d+\.\d+\.\d+)\b", text or "")
+    m = re.search(r"\b(\d+\.\d+\.\d+)\b", text or "", re.ASCII)
     return m.group(1) if m else None
 
 
@@ -523,6 +527,32 @@ def commit_from_version(version: str | None) -> str | None:
     """``0.6.3.post2.dev308+gb489fc3c`` → ``b489fc3c``."""
     m = re.search(r"\+g([0-9a-f]{7,40})", version or "")
     return m.group(1) if m else None
+
+
+def parse_python_env(text: str) -> dict[str, Any]:
+    """The probe's ``python-env.json`` → vLLM/torch versions, vLLM commit and torch's CUDA.
+
+    Why a parser of our own file: it is the cheap stand-in for collect_env (no torch import), and a
+    bundle may be hand-made, so every field is checked for type before it is used.
+    """
+    data = _load_json(text, "python-env.json")
+    if not isinstance(data, dict):
+        raise ParseError("python-env.json is not an object")
+
+    def field(pkg: str, key: str) -> str | None:
+        entry = data.get(pkg)
+        value = entry.get(key) if isinstance(entry, dict) else None
+        return value if isinstance(value, str) and value.strip() else None
+
+    py = data.get("python")
+    return {
+        "vllm_version": field("vllm", "version"),
+        "vllm_commit": field("vllm", "commit"),
+        "vllm_distribution": field("vllm", "distribution"),
+        "torch_version": field("torch", "version"),
+        "torch_cuda": field("torch", "cuda"),
+        "python": py.get("version") if isinstance(py, dict) and isinstance(py.get("version"), str) else None,
+    }
 
 
 def parse_collect_env(text: str) -> dict[str, Any]:

@@ -16,7 +16,6 @@ import importlib
 import os
 import pkgutil
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -111,24 +110,41 @@ class Context:
         dest = self.out_dir / rel
         with _write_permit(rel):
             dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(data)
+            # written whole under a temporary name, then renamed: a killed run leaves no half artefact
+            tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+            try:
+                tmp.write_bytes(data)
+                tmp.replace(dest)
+            finally:
+                tmp.unlink(missing_ok=True)
         return rel
 
-    def keep_log(self, rel: str, stream: IO[bytes]) -> dict[str, Any]:
+    def keep_log(self, rel: str, stream: IO[bytes], max_seconds: float | None = None) -> dict[str, Any]:
         """Copy a log through redaction (``probe.store_log``) to ``rel`` under the evidence dir.
 
-        The copy is made outside the run directory and moved in only while the collector may
-        still write, so an abandoned collector leaves no partial log behind.
+        The copy is made in an unnamed file (``O_TMPFILE``) and given its name only while the
+        collector may still write, so neither an abandoned collector nor a killed run (SIGTERM,
+        SIGKILL) leaves a partial log or a temporary file anywhere. ``max_seconds`` bounds this log.
         """
-        fd, tmp_name = tempfile.mkstemp(prefix="vllm-runbooks-log-")
-        os.close(fd)
-        tmp = Path(tmp_name)
+        dest = self.out_dir / rel
+        with _write_permit(rel):
+            dest.parent.mkdir(parents=True, exist_ok=True)
         try:
-            summary = probe.store_log(stream, tmp)
-            dest = self.out_dir / rel
+            fd = os.open(dest.parent, os.O_TMPFILE | os.O_RDWR, 0o644)
+        except (AttributeError, OSError):
+            fd = None  # no O_TMPFILE here: a named temporary file beside the destination
+        if fd is not None:
+            with os.fdopen(fd, "w+b") as handle:
+                summary = probe.store_log(stream, handle, max_seconds=max_seconds)
+                handle.flush()
+                with _write_permit(rel):
+                    _link_unnamed(handle, dest)
+            return summary
+        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+        try:
+            summary = probe.store_log(stream, tmp, max_seconds=max_seconds)
             with _write_permit(rel):
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(str(tmp), dest)
+                tmp.replace(dest)
             return summary
         finally:
             tmp.unlink(missing_ok=True)
@@ -137,6 +153,21 @@ class Context:
         """The raw/ path of an artefact read in this capture, for an item's ``artefacts``."""
         got = self._cache.get(name)
         return [f"raw/{name}"] if got is not None and got.data else []
+
+
+def _link_unnamed(handle: IO[bytes], dest: Path) -> None:
+    """Give an ``O_TMPFILE`` file its name; where linking it is not allowed, copy it instead."""
+    root = os.open("/", os.O_RDONLY)
+    try:  # linkat(AT_SYMLINK_FOLLOW) on the /proc magic link; os.link uses it only with a dir fd
+        os.link(f"/proc/self/fd/{handle.fileno()}", dest, src_dir_fd=root, follow_symlinks=True)
+        return
+    except OSError:
+        pass
+    finally:
+        os.close(root)
+    handle.seek(0)
+    with open(dest, "xb") as out:
+        shutil.copyfileobj(handle, out)
 
 
 @contextlib.contextmanager

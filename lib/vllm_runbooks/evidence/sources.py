@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import posixpath
+import stat
 import tarfile
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,7 +26,42 @@ from ..probe import Captured, Options
 MAX_MEMBERS = 20_000
 MAX_MEMBER_BYTES = 8 * 1024 * 1024 * 1024  # a single log may be big: it is streamed
 MAX_TOTAL_BYTES = 32 * 1024 * 1024 * 1024
+PROBE_JSON_BYTES = 4 * 1024 * 1024
 LOG_SUFFIXES = (".log", ".log.gz", ".out", ".err", ".txt.gz", ".jsonl", ".gz")
+
+
+def _printable(name: str) -> str:
+    """A member or file name with undecodable bytes replaced by U+FFFD (docs/BUNDLE.md).
+
+    Names reach evidence.json, which is UTF-8: a surrogate-escaped byte there would make
+    the whole file unwritable.
+    """
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _kind(mode: int) -> str:
+    for test, what in (
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISDIR, "directory"),
+    ):
+        if test(mode):
+            return what
+    return "special file"
+
+
+def _check_probe_meta(data: Any) -> None:
+    """Raise ValueError unless ``data`` has probe.json's shape: {captures: {name: {…}}, logs: {…}}."""
+    if not isinstance(data, dict):
+        raise ValueError(f"holds a {type(data).__name__}, not an object")
+    for key in ("captures", "logs", "params"):
+        if key in data and not isinstance(data[key], dict):
+            raise ValueError(f"'{key}' is a {type(data[key]).__name__}, not an object")
+    for name, cap in (data.get("captures") or {}).items():
+        if not isinstance(cap, dict):
+            raise ValueError(f"captures[{str(name)[:60]!r}] is a {type(cap).__name__}, not an object")
 
 
 class Source:
@@ -86,6 +124,7 @@ class BundleSource(Source):
         self._files: dict[str, Any] = {}  # name -> Path | TarInfo
         self._rejected: list[str] = []
         self._non_utf8: set[str] = set()
+        self.truncated: str | None = None
         if not self.path.exists():
             raise FileNotFoundError(f"bundle {self.path} does not exist")
         if self.path.is_dir():
@@ -97,30 +136,63 @@ class BundleSource(Source):
     # -- indexing -------------------------------------------------------------------------------
     def _index_dir(self) -> None:
         root = self.path.resolve()
-        for p in sorted(self.path.rglob("*")):
-            rel = p.relative_to(self.path).as_posix()
-            if p.is_symlink():
-                self._rejected.append(f"{rel}: symbolic link not followed")
-                continue
-            if not p.is_file():
-                continue
-            if root not in p.resolve().parents:
-                self._rejected.append(f"{rel}: outside the bundle")
-                continue
-            self._files[rel] = p
+        seen = 0
+        for dirpath, dirnames, filenames in os.walk(self.path):
+            dirnames.sort()
+            for fname in sorted(filenames) + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+                p = Path(dirpath) / fname
+                rel = _printable(p.relative_to(self.path).as_posix())
+                seen += 1
+                if seen > MAX_MEMBERS:
+                    self._rejected.append(f"more than {MAX_MEMBERS} files: the rest ignored")
+                    self._strip_top()
+                    return
+                if p.is_symlink():
+                    self._rejected.append(f"{rel}: symbolic link not followed")
+                    continue
+                try:
+                    mode = p.lstat().st_mode
+                except OSError as e:
+                    self._rejected.append(f"{rel}: cannot stat ({e.strerror or e})")
+                    continue
+                if not stat.S_ISREG(mode):
+                    self._rejected.append(f"{rel}: not a regular file ({_kind(mode)}), not read")
+                    continue
+                if root not in p.resolve().parents:
+                    self._rejected.append(f"{rel}: outside the bundle")
+                    continue
+                self._add(rel, p)
         self._strip_top()
+
+    def _add(self, name: str, ref: Any) -> None:
+        if name in self._files:
+            self._rejected.append(f"{name}: a second entry of that name (after replacing non-UTF-8 bytes), ignored")
+            return
+        self._files[name] = ref
 
     def _index_tar(self) -> None:
         try:
             self._tar = tarfile.open(self.path, "r:*")  # noqa: SIM115 - kept open while reading
-        except (tarfile.TarError, OSError) as e:
+        except (tarfile.TarError, OSError, EOFError) as e:
             raise ValueError(f"bundle {self.path} is neither a directory nor a readable tarball: {e}") from e
         total = 0
-        for n, m in enumerate(self._tar):
-            if n >= MAX_MEMBERS:
+        members = iter(self._tar)
+        n = 0
+        while True:
+            try:
+                m = next(members)
+            except StopIteration:
+                break
+            except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
+                # An interrupted copy: everything indexed so far is read; the rest is named a finding.
+                self.truncated = f"tarball ends early after {n} members ({type(e).__name__}: {e}); the rest is missing"
+                self._rejected.append(self.truncated)
+                break
+            n += 1
+            if n > MAX_MEMBERS:
                 self._rejected.append(f"more than {MAX_MEMBERS} members: the rest ignored")
                 break
-            name = m.name
+            name = _printable(m.name)
             norm = posixpath.normpath(name.lstrip("./")) if name not in {".", "./"} else ""
             if name.startswith("/") or norm.startswith("..") or "/../" in f"/{name}/" or ":" in name.split("/")[0]:
                 self._rejected.append(f"{name}: unsafe path (absolute or '..')")
@@ -137,7 +209,7 @@ class BundleSource(Source):
             if total > MAX_TOTAL_BYTES:
                 self._rejected.append(f"{name}: bundle exceeds {MAX_TOTAL_BYTES} bytes in total; rest ignored")
                 break
-            self._files[norm] = m
+            self._add(norm, m)
         self._strip_top()
 
     def _strip_top(self) -> None:
@@ -149,15 +221,23 @@ class BundleSource(Source):
             self._files = {n[len(top) :]: v for n, v in self._files.items()}
 
     def _probe_meta(self) -> dict[str, Any]:
+        """probe.json, when it has the shape the probe writes; otherwise {} and a finding saying why."""
         if "probe.json" not in self._files:
             return {}
         try:
             with self._open("probe.json") as f:
-                data = json.loads(f.read(4 * 1024 * 1024).decode("utf-8", "replace"))
-            return data if isinstance(data, dict) else {}
-        except (ValueError, OSError):
-            self._rejected.append("probe.json: not valid JSON, ignored")
-            return {}
+                raw = f.read(PROBE_JSON_BYTES + 1)
+            if len(raw) > PROBE_JSON_BYTES:
+                raise ValueError(f"larger than {PROBE_JSON_BYTES} bytes")
+            data = json.loads(raw.decode("utf-8", "replace"))
+            _check_probe_meta(data)
+            return data
+        except RecursionError:
+            why = "nested too deeply"
+        except (ValueError, OSError, EOFError, tarfile.TarError, zlib.error) as e:
+            why = str(e)[:200]
+        self._rejected.append(f"probe.json ignored: {why}")
+        return {}
 
     @contextmanager
     def _open(self, name: str) -> Iterator[IO[bytes]]:
@@ -183,13 +263,13 @@ class BundleSource(Source):
         if name not in self._files:
             why = f"{name} not in bundle"
             cap = (self.meta.get("captures") or {}).get(name) if self.meta else None
-            if cap and cap.get("reason"):
+            if isinstance(cap, dict) and isinstance(cap.get("reason"), str):
                 why += f" (probe: {cap['reason']})"
             return Captured(name, "unavailable", reason=why)
         try:
             with self._open(name) as f:
                 data = f.read(probe.MAX_CAPTURE_BYTES + 1)
-        except (OSError, tarfile.TarError, EOFError) as e:
+        except (OSError, tarfile.TarError, EOFError, zlib.error) as e:
             return Captured(name, "unavailable", reason=f"cannot read {name} from bundle: {e}")
         reason = None
         if len(data) > probe.MAX_CAPTURE_BYTES:
@@ -221,12 +301,7 @@ class BundleSource(Source):
         f = self._tar.extractfile(ref)
         if f is None:
             raise OSError(f"{name}: cannot read from tarball")
-        magic = f.peek(2)[:2] if hasattr(f, "peek") else b""
-        if magic == b"\x1f\x8b" or name.endswith(".gz"):
-            import gzip
-
-            return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
-        return f
+        return probe.decompressing(f)  # type: ignore[no-any-return]
 
     def findings(self) -> list[str]:
         return list(self._rejected)

@@ -11,6 +11,7 @@ Layout::
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from .. import redact
@@ -46,6 +47,10 @@ def open_source(source: str | Path, opts: Options) -> Source:
     return BundleSource(p)
 
 
+#: A collector bound beyond a day is a typo, not a plan (and a negative one abandons everything).
+MAX_COLLECTOR_TIMEOUT_S = 24 * 3600
+
+
 def collect_evidence(
     source: str | Path = "local",
     run_dir: str | Path | None = None,
@@ -65,6 +70,12 @@ def collect_evidence(
     tool or bad input: each gap is an ``unavailable`` item with its reason. Refuses to write
     into an evidence directory that already has content (runs are immutable).
     """
+    if (
+        isinstance(collector_timeout_s, bool)
+        or not isinstance(collector_timeout_s, int | float)
+        or not 0 < collector_timeout_s <= MAX_COLLECTOR_TIMEOUT_S
+    ):
+        raise ValueError(f"collector_timeout_s must be a number of seconds in (0, {MAX_COLLECTOR_TIMEOUT_S}]")
     rd = resolve_run_dir(run_dir)
     out = rd / "evidence"
     if out.exists() and any(out.iterdir()):
@@ -127,8 +138,21 @@ def _finish(ev: Evidence, out: Path) -> Evidence:
         if p.is_file() and p.name not in {"evidence.json", "SHA256SUMS"}
     }
     ev.evidence_dir = str(out)
-    (out / "evidence.json").write_text(ev.to_json() + "\n", encoding="utf-8")
+    # Never a half-written evidence.json: a temporary name, then a rename; a character UTF-8
+    # cannot hold (a surrogate-escaped file name) is replaced rather than failing the write.
+    _write_atomic(out / "evidence.json", (ev.to_json() + "\n").encode("utf-8", "replace"))
     sums = dict(ev.artefacts)
     sums["evidence.json"] = sha256_file(out / "evidence.json")
-    (out / "SHA256SUMS").write_text("".join(f"{h}  {p}\n" for p, h in sorted(sums.items())), encoding="utf-8")
+    _write_atomic(
+        out / "SHA256SUMS", "".join(f"{h}  {p}\n" for p, h in sorted(sums.items())).encode("utf-8", "replace")
+    )
     return ev
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -28,11 +28,12 @@ import json
 import re
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..bounded import iter_lines, loads_json
 from ..client import EndpointClient
 from ..display import banner, esc, html_table
 from ..records import Record
@@ -92,9 +93,11 @@ def load_requests(source: str | Path | Iterable[Mapping[str, Any]], limit: int =
     bodies: list[dict] = []
     if isinstance(source, str | Path):
         try:
-            lines: Iterable[Any] = Path(source).read_text(encoding="utf-8").splitlines()
+            with open(source, "rb"):
+                pass
         except OSError as exc:
             return [], [f"requests file not readable: {exc}"]
+        lines: Iterable[Any] = _file_lines(source, notes)
     else:
         lines = source
     for n, line in enumerate(lines, 1):
@@ -102,7 +105,7 @@ def load_requests(source: str | Path | Iterable[Mapping[str, Any]], limit: int =
             if not line.strip():
                 continue
             try:
-                item = json.loads(line)
+                item = loads_json(line, "the line")
             except ValueError as exc:
                 notes.append(f"line {n}: not JSON ({exc})")
                 continue
@@ -118,6 +121,20 @@ def load_requests(source: str | Path | Iterable[Mapping[str, Any]], limit: int =
             notes.append(f"stopped at {limit} requests")
             break
     return bodies, notes
+
+
+#: A requests file is read up to this many bytes (a few hundred chat bodies fit many times over).
+REQUESTS_MAX_BYTES = 64 * 1024 * 1024
+#: One request body longer than this is not parsed (it is reported).
+REQUEST_MAX_LINE_BYTES = 8 * 1024 * 1024
+
+
+def _file_lines(path: str | Path, notes: list[str]) -> Iterator[str]:
+    """The file's lines, bounded (bytes, line length); a cut line is reported, not parsed."""
+    for line in iter_lines(path, REQUESTS_MAX_BYTES, REQUEST_MAX_LINE_BYTES, notes):
+        if line.non_utf8 and not any("not UTF-8" in n for n in notes):
+            notes.append(f"line {line.number}: bytes that are not UTF-8 were replaced")
+        yield "" if line.skipped_bytes else line.text
 
 
 # -- structure ------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def collect_host(ctx: Context) -> Item:
         val["uptime_s"] = P.parse_uptime(got["proc-uptime.txt"].data.decode("utf-8", "replace"))
     if got["nproc.txt"].data:
         n = got["nproc.txt"].data.decode("utf-8", "replace").strip()
-        val["cpus"] = int(n) if n.isdigit() else None
+        val["cpus"] = int(n) if n.isascii() and n.isdigit() else None
     arts = [a for n in names for a in ctx.artefact(n)]
     missing = combine_reasons(got)
     reason = "; ".join(x for x in [missing, *problems] if x) or None

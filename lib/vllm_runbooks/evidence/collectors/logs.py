@@ -8,6 +8,10 @@ from ... import probe, redact
 from ..model import OK, PARTIAL, Item
 from ..registry import Context, register
 
+#: Seconds one log may take to store, and how many logs one capture stores.
+LOG_SECONDS = 20.0
+MAX_LOGS = 64
+
 
 @register("logs", "Logs", order=60)
 def collect_logs(ctx: Context) -> Item:
@@ -18,6 +22,11 @@ def collect_logs(ctx: Context) -> Item:
         return Item.unavailable(why, {"files": []})
     files, problems, arts = [], [], []
     used: set[str] = set()
+    if len(logs) > MAX_LOGS:
+        problems.append(f"{len(logs)} logs: only the first {MAX_LOGS} are stored")
+        logs = logs[:MAX_LOGS]
+    # Each log has its own time bound, so one huge log cannot use up the whole collector's.
+    per_log_s = max(1.0, min(LOG_SECONDS, 0.8 * ctx.collector_timeout_s / max(1, len(logs))))
     for name, opener in logs:
         stored = probe.safe_log_name(name)
         while stored in used:
@@ -26,7 +35,7 @@ def collect_logs(ctx: Context) -> Item:
         rel = f"raw/logs/{stored}"
         try:
             with opener() as stream:
-                summary = ctx.keep_log(rel, stream)
+                summary = ctx.keep_log(rel, stream, max_seconds=per_log_s)
         except (OSError, EOFError, ValueError) as e:
             problems.append(f"{redact.redact_text(name)}: {redact.redact_text(str(e))}")
             continue
@@ -35,6 +44,10 @@ def collect_logs(ctx: Context) -> Item:
     if not files:
         return Item.unavailable("; ".join(problems), {"files": []})
     notes = problems + [
-        f"{f['name']}: stored head and tail only ({f['omitted_lines']} lines omitted)" for f in files if f["truncated"]
+        f"{f['name']}: stored head and tail only ({f['omitted_lines']} lines omitted"
+        + (f", {f['stopped']}" if f.get("stopped") else "")
+        + ")"
+        for f in files
+        if f["truncated"]
     ]
     return Item(PARTIAL if problems else OK, "; ".join(notes) or None, {"files": files}, arts)

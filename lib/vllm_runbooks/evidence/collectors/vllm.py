@@ -1,4 +1,4 @@
-"""vLLM version and commit from the endpoint, logs, collect_env and the image; disagreement is reported."""
+"""vLLM version and commit from the endpoint, logs, collect_env, python-env and the image; disagreement is reported."""
 
 from __future__ import annotations
 
@@ -12,14 +12,17 @@ from ..registry import Context, register
 
 @register("vllm", "vLLM version", order=70)
 def collect_vllm(ctx: Context) -> Item:
-    """vLLM version: endpoint, then log, collect_env, image; sources that disagree make it partial."""
-    sources: dict[str, Any] = {"image": None, "log": None, "endpoint": None, "collect_env": None}
+    """vLLM version: endpoint, then log, collect_env, python-env, image; sources that disagree make it partial."""
+    sources: dict[str, Any] = {"image": None, "log": None, "endpoint": None, "collect_env": None, "python_env": None}
+    torch: dict[str, Any] = {"version": None, "cuda": None}
     commit = None
     img = ctx.results.get("image")
     if img and img.value:
         env = img.value.get("env") or {}
         labels = img.value.get("labels") or {}
-        tag = re.search(r":v?(\d+\.\d+\.\d+[\w.+]*?)(?:-cu\d+|-ubuntu\d+|-aarch64)*$", img.value.get("ref") or "")
+        tag = re.search(
+            r":v?(\d+\.\d+\.\d+[\w.+]*?)(?:-cu\d+|-ubuntu\d+|-aarch64)*$", img.value.get("ref") or "", re.ASCII
+        )
         sources["image"] = env.get("VLLM_VERSION") or labels.get("vllm.version") or (tag.group(1) if tag else None)
         commit = labels.get("vllm.commit")
     logs = ctx.results.get("logs")
@@ -37,6 +40,16 @@ def collect_vllm(ctx: Context) -> Item:
             c = P.parse_collect_env(ce.data.decode("utf-8", "replace"))
             sources["collect_env"] = c["vllm_version"]
             commit = commit or c["vllm_commit"]
+            torch = {"version": c["torch_version"], "cuda": c["torch_cuda"]}
+        except P.ParseError:
+            pass
+    pe = ctx.read("python-env.json")
+    if pe.data:
+        try:
+            c = P.parse_python_env(pe.data.decode("utf-8", "replace"))
+            sources["python_env"] = c["vllm_version"]
+            commit = commit or c["vllm_commit"]
+            torch = {"version": torch["version"] or c["torch_version"], "cuda": torch["cuda"] or c["torch_cuda"]}
         except P.ParseError:
             pass
     ep = ctx.read("vllm-version.json")
@@ -47,15 +60,16 @@ def collect_vllm(ctx: Context) -> Item:
             sources["endpoint"] = json.loads(ep.data).get("version")
         except (ValueError, AttributeError):
             pass
-    order = ["endpoint", "log", "collect_env", "image"]
+    order = ["endpoint", "log", "collect_env", "python_env", "image"]
     version = next((sources[k] for k in order if sources[k]), None)
     commit = commit or next((P.commit_from_version(sources[k]) for k in order if sources[k]), None)
-    arts = ctx.artefact("collect_env.txt") + ctx.artefact("vllm-version.json")
+    arts = ctx.artefact("collect_env.txt") + ctx.artefact("python-env.json") + ctx.artefact("vllm-version.json")
     distinct = {P.commit_from_version(v) or v for v in sources.values() if v}
     if version is None:
-        why = "no version in image env/labels, logs, collect_env or endpoint"
+        why = "no version in image env/labels, logs, collect_env, python-env.json or endpoint"
         if ep.reason and ctx.endpoint:
             why += f"; endpoint: {ep.reason}"
-        return Item.unavailable(why, {"version": None, "commit": None, "sources": sources}, arts)
+        return Item.unavailable(why, {"version": None, "commit": None, "sources": sources, "torch": torch}, arts)
     reason = f"sources disagree: {sources}" if len(distinct) > 1 else None
-    return Item(PARTIAL if reason else OK, reason, {"version": version, "commit": commit, "sources": sources}, arts)
+    value = {"version": version, "commit": commit, "sources": sources, "torch": torch}
+    return Item(PARTIAL if reason else OK, reason, value, arts)
