@@ -114,7 +114,8 @@ CASES: list[tuple[str, str]] = [
         "unrecognized_error",
         'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nZeroDivisionError: division by zero',
     ),
-    ("healthy", "INFO 01-06 23:26:32 [api_server.py:1020] Starting vLLM API server 0 on http://0.0.0.0:8000"),
+    ("healthy", "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)"),
+    ("inconclusive", "INFO 09-03 16:28:17 [__init__.py:1773] Using max model len 32768"),
 ]
 
 
@@ -122,7 +123,7 @@ CASES: list[tuple[str, str]] = [
 def test_label_from_fixed_wording(label: str, text: str) -> None:
     d = diagnose_text(text + "\n")
     assert d.label == label, d.summary()
-    if label != "healthy":
+    if label not in ("healthy", "inconclusive"):
         rc = d.root_cause
         assert rc is not None and rc.line >= 1 and rc.advice and rc.match
 
@@ -130,7 +131,7 @@ def test_label_from_fixed_wording(label: str, text: str) -> None:
 def test_every_label_has_a_case_and_a_signature() -> None:
     covered = {lab for lab, _ in CASES}
     assert covered == set(LABELS)
-    assert {s.label for s in SIGS.signatures} == set(LABELS)
+    assert {s.label for s in SIGS.signatures} == set(LABELS) - {"inconclusive"}  # a verdict, not a pattern
 
 
 def test_signatures_carry_sources_and_known_stages() -> None:
@@ -194,4 +195,4 @@ def test_grep_accepts_every_pattern(tmp_path) -> None:
     )
     assert r.returncode == 0 and r.stderr == "", r.stderr
     # every line of every case (all are evidence lines) must be a grep hit too: same patterns, same verdicts
-    assert int(r.stdout) == sum(t.count("\n") + 1 for _, t in CASES)
+    assert int(r.stdout) == sum(t.count("\n") + 1 for lab, t in CASES if lab != "inconclusive")

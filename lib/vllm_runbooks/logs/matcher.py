@@ -12,16 +12,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
-try:  # google-re2
-    import re2 as _re2  # type: ignore[import-untyped]
-except ImportError:  # pragma: no cover - exercised by forcing engine="re"
-    _re2 = None
-try:  # Hyperscan (optional; x86-64 Linux wheels)
-    import hyperscan as _hs  # type: ignore[import-untyped]
-except ImportError:  # pragma: no cover
-    _hs = None
+# Engines are imported on first use (start-up time of the command line matters).
+_MODS: dict[str, Any] = {}
+
+
+def _mod(name: str) -> Any:
+    if name not in _MODS:
+        try:
+            _MODS[name] = __import__(name)
+        except ImportError:  # pragma: no cover - optional engines
+            _MODS[name] = None
+    return _MODS[name]
+
+
+def __getattr__(attr: str) -> Any:  # _re2 / _hs for callers and tests that look them up
+    if attr == "_re2":
+        return _mod("re2")
+    if attr == "_hs":
+        return _mod("hyperscan")
+    raise AttributeError(attr)
+
 
 #: DFA memory for the combined prefilter; the default (8 MiB) can overflow with ~200 patterns,
 #: and RE2 then falls back to its much slower NFA.
@@ -29,11 +41,13 @@ _RE2_MAX_MEM = 256 << 20
 
 
 def re2_available() -> bool:
-    return _re2 is not None
+    """Whether google-re2 can be imported (the RE2 engine and the pattern check use it)."""
+    return _mod("re2") is not None
 
 
 def hyperscan_available() -> bool:
-    return _hs is not None
+    """Whether Hyperscan can be imported (the fastest engine; x86-64 Linux wheels only)."""
+    return _mod("hyperscan") is not None
 
 
 ENGINES: tuple[str, ...] = ("auto", "hyperscan", "re2", "re")
@@ -84,6 +98,7 @@ class Re2Engine:
     name = "re2"
 
     def __init__(self, patterns: Sequence[str], prefilter: Sequence[int] | None = None) -> None:
+        _re2 = _mod("re2")
         if _re2 is None:
             raise RuntimeError("google-re2 is not installed")
         opts = _re2.Options()
@@ -130,33 +145,60 @@ class ReEngine:
 
 
 class HyperscanEngine:
-    """Hyperscan prefilter (SIMD multi-pattern, several GB/s); attribution by RE2 Set or re.
+    """Hyperscan prefilter (SIMD multi-pattern, several GB/s); attribution by the same database.
 
-    Hyperscan reports match *ends*; each end is mapped to its line. Lines are then verified
-    with the same per-line matcher as the other engines, so results are identical.
+    Hyperscan reports match *ends*; each end is mapped to its line. A candidate line is scanned
+    again with the full database to learn which patterns match it (pattern ids are the indices),
+    so no second regex engine is compiled at start-up. The compiled database serialises
+    (:meth:`dump` / :meth:`from_bytes`), which is what makes the on-disk cache possible.
     """
 
     name = "hyperscan"
 
-    def __init__(self, patterns: Sequence[str], prefilter: Sequence[int] | None = None) -> None:
+    def __init__(
+        self, patterns: Sequence[str] | None, prefilter: Sequence[int] | None = None, *, db: Any = None
+    ) -> None:
+        _hs = _mod("hyperscan")
         if _hs is None:
             raise RuntimeError("hyperscan is not installed")
+        if db is not None:
+            self._db = db
+            self._ids = None
+            return
+        assert patterns is not None
         idx = list(range(len(patterns))) if prefilter is None else list(prefilter)
         self._db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
         self._db.compile(
             expressions=[patterns[i].encode("utf-8") for i in idx],
-            ids=list(range(len(idx))),
+            ids=idx,
             elements=len(idx),
             flags=[0] * len(idx),
         )
-        self._line = Re2Engine(patterns, []) if _re2 is not None else ReEngine(patterns, [])
+
+    def dump(self) -> bytes:
+        """The compiled database as bytes (for the cache)."""
+        return _mod("hyperscan").dumpb(self._db)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> HyperscanEngine:
+        """Rebuild from :meth:`dump` output without compiling."""
+        _hs = _mod("hyperscan")
+        db = _hs.loadb(data, _hs.HS_MODE_BLOCK)
+        db.scratch = _hs.Scratch(db)  # a loaded database has no scratch space yet
+        return cls(None, db=db)
 
     def find(self, block: bytes, pos: int, endpos: int) -> int:
         spans = self.candidates(block, pos, endpos)
         return spans[0][0] if spans else -1
 
     def which(self, line: bytes) -> list[int]:
-        return self._line.which(line)
+        hit: set[int] = set()
+
+        def on_match(pid: int, _frm: int, _to: int, _flags: int, _ctx: object) -> None:
+            hit.add(pid)
+
+        self._db.scan(line, match_event_handler=on_match)
+        return sorted(hit)
 
     def candidates(self, data: bytes, start: int, end: int) -> list[tuple[int, int]]:
         ends: list[int] = []
@@ -189,12 +231,12 @@ class HyperscanEngine:
 def make_engine(name: str, patterns: Sequence[str], prefilter: Sequence[int] | None = None) -> Engine:
     """``name``: ``auto`` (Hyperscan, else RE2, else re), ``hyperscan``, ``re2`` or ``re``."""
     if name == "auto":
-        name = "hyperscan" if _hs is not None else "re2" if _re2 is not None else "re"
+        name = "hyperscan" if hyperscan_available() else "re2" if re2_available() else "re"
         if name == "hyperscan":
             try:
                 return HyperscanEngine(patterns, prefilter)
             except Exception:  # noqa: BLE001 - a pattern Hyperscan rejects: RE2 serves instead
-                name = "re2" if _re2 is not None else "re"
+                name = "re2" if re2_available() else "re"
     if name == "hyperscan":
         return HyperscanEngine(patterns, prefilter)
     if name == "re2":
