@@ -125,7 +125,7 @@ def test_collector_abandoned_after_timeout_cannot_write(tmp_path: Path) -> None:
     import threading
 
     from vllm_runbooks.evidence import Item, run_bounded
-    from vllm_runbooks.evidence.collectors import Context, WriteRefused
+    from vllm_runbooks.evidence.registry import Context, WriteRefused
     from vllm_runbooks.probe import Options
 
     ctx = Context(source=None, opts=Options(), out_dir=tmp_path / "evidence")  # type: ignore[arg-type]
@@ -184,7 +184,8 @@ def test_stalled_log_collector_leaves_nothing_after_sha256sums(tmp_path: Path, m
     import tempfile
     import threading
 
-    from vllm_runbooks.evidence import collectors
+    from vllm_runbooks.evidence import registry as collectors
+    from vllm_runbooks.evidence.collectors.logs import collect_logs
 
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -212,7 +213,7 @@ def test_stalled_log_collector_leaves_nothing_after_sha256sums(tmp_path: Path, m
 
     def logs_then_report(ctx: collectors.Context):  # noqa: ANN202
         try:
-            return collectors.collect_logs(ctx)
+            return collect_logs(ctx)
         except BaseException as e:
             outcome["error"] = e
             raise
@@ -220,6 +221,7 @@ def test_stalled_log_collector_leaves_nothing_after_sha256sums(tmp_path: Path, m
             done.set()
 
     monkeypatch.setattr("vllm_runbooks.evidence.writer.open_source", lambda source, opts: StallingSource())
+    collectors.discover()  # the real collectors are registered first, then replaced for this test
     monkeypatch.setattr(collectors, "COLLECTORS", {"logs": collectors.Collector("logs", "Logs", logs_then_report)})
     from vllm_runbooks.evidence import collect_evidence, load_evidence
 
