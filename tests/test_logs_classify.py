@@ -157,8 +157,8 @@ def test_non_utf8_bytes_and_garbage_do_not_crash() -> None:
     assert "\ufffd" in d.root_cause.text  # type: ignore[union-attr]
     binary = bytes(range(256)) * 4000
     d2 = diagnose_log(binary)
-    assert d2.status == "ok" and d2.label in {"inconclusive", "healthy"}
-    assert any("NUL" in u for u in d2.unread)
+    assert d2.status == "unreadable" and d2.label == "inconclusive" and d2.confidence == "inconclusive"
+    assert any("binary data" in u for u in d2.unread) and d2.bytes_scanned <= 8 << 20
 
 
 def test_ansi_and_transport_prefixes_are_stripped() -> None:

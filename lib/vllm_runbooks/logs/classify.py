@@ -387,9 +387,11 @@ def diagnose_log(
         threads = min(4, os.cpu_count() or 1)
     scan = _Scan(comp, max(1, threads))
     with reader:
-        for data, first, _continues in reader.blocks(CHUNK_BYTES):
-            n = scan.feed(data, 0, len(data), first)
-            scan.last_line = first + n - (1 if data.endswith(b"\n") else 0)
+        line_no = 1
+        for data, _first, _continues in reader.blocks(CHUNK_BYTES, count_lines=False):
+            n = scan.feed(data, 0, len(data), line_no)
+            scan.last_line = line_no + n - (1 if data.endswith(b"\n") else 0)
+            line_no += n
     st = reader.stats
     lines = scan.last_line
     scan.finish()
@@ -401,7 +403,7 @@ def diagnose_log(
     if st.long_lines:
         unread.append(f"{st.long_lines} line(s) longer than {MAX_LINE_BYTES:,} bytes were cut")
     status, reason = STATUS_OK, ""
-    if st.bytes_read == 0 and unread:
+    if (st.bytes_read == 0 and unread) or (st.binary_stop and not scan.findings):
         status, reason = STATUS_UNREADABLE, unread[0]
     elif not scan.nonblank:
         status = STATUS_EMPTY

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 #: Bump when the cached structure changes.
-FORMAT = 3
+FORMAT = 4
 _MEMO: dict[str, Any] = {}
 
 
@@ -116,6 +116,8 @@ def default_compiled(engine: str = "auto") -> Any:
 
         sigset = _default_signatures()
         comp = build_compiled(sigset, want)
+        if isinstance(comp.full, HyperscanEngine):
+            comp.full.ensure_exact()
         _, _, lean_idx = pattern_owners(sigset)
         entry: dict[str, Any] = {
             "format": FORMAT,

@@ -40,6 +40,11 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
 _BZ2 = re.compile(rb"BZh[1-9]1AY&SY")
 
 
+def _looks_binary(head: bytes) -> bool:
+    """NUL bytes in more than 1 of 1000 bytes at the start: /dev/zero, /dev/urandom, an image."""
+    return len(head) >= 4096 and head.count(b"\x00") * 1000 > len(head)
+
+
 class LogUnreadable(Exception):
     """The source cannot be opened at all (missing, a directory, permission denied, ...)."""
 
@@ -181,11 +186,13 @@ class LogReader:
             got += len(piece)
         return b"".join(parts), None
 
-    def blocks(self, chunk: int = CHUNK_BYTES) -> Iterator[tuple[bytes, int, bool]]:
+    def blocks(self, chunk: int = CHUNK_BYTES, *, count_lines: bool = True) -> Iterator[tuple[bytes, int, bool]]:
         """Yield ``(data, first_line_no, continues)``: complete lines, or one piece of a long line.
 
         ``data`` ends with a newline except for the last block of the source and for pieces of an
         over-long line (``continues`` is True when the next block continues the same line).
+        With ``count_lines=False`` the line number is always 0 (a caller that counts newlines
+        itself saves a pass over the data).
         """
         st = self.stats
         cap = st.cap
@@ -206,8 +213,13 @@ class LogReader:
                 )
             if not data:
                 break
+            first_block = st.bytes_read == 0
             st.bytes_read += len(data)
             last = data.rfind(b"\n")
+            if first_block and _looks_binary(data[: 1 << 20]):
+                st.binary_stop = True
+                st.unread.append(f"binary data, not a text log: stopped after {st.bytes_read:,} bytes")
+                break
             if last < 0:
                 if len(data) >= 4096 and data.count(b"\x00") * 2 > len(data) and not carry.strip(b"\x00"):
                     st.binary_stop = True
@@ -224,11 +236,15 @@ class LogReader:
                 if err is not None:
                     break
                 continue
-            block = carry + data[: last + 1] if carry else data[: last + 1]
+            if carry:
+                block = b"".join((carry, memoryview(data)[: last + 1]))
+            else:
+                block = data if last == len(data) - 1 else data[: last + 1]
             carry = data[last + 1 :]
             in_long = False
             yield block, line_no, False
-            line_no += block.count(b"\n")
+            if count_lines:
+                line_no += block.count(b"\n")
             if len(carry) >= self.max_line_bytes:
                 st.long_lines += 1
                 in_long = True
