@@ -106,7 +106,15 @@ def pattern_owners(sigset: SignatureSet) -> tuple[list[str], list[tuple[str, int
 def build_compiled(sigset: SignatureSet, engine: str) -> _Compiled:
     """Compile the prefilters (full and lean) for a signature set; no caching."""
     patterns, owners, lean_idx = pattern_owners(sigset)
-    return _Compiled(sigset, patterns, owners, make_engine(engine, patterns), make_engine(engine, patterns, lean_idx))
+    lean = set(lean_idx)
+    info = [k for k in range(len(patterns)) if k not in lean]
+    return _Compiled(
+        sigset,
+        patterns,
+        owners,
+        make_engine(engine, patterns, single=info),
+        make_engine(engine, patterns, lean_idx),
+    )
 
 
 _NONBLANK = re.compile(rb"\S")
@@ -388,9 +396,9 @@ def diagnose_log(
     scan = _Scan(comp, max(1, threads))
     with reader:
         line_no = 1
-        for data, _first, _continues in reader.blocks(CHUNK_BYTES, count_lines=False):
-            n = scan.feed(data, 0, len(data), line_no)
-            scan.last_line = line_no + n - (1 if data.endswith(b"\n") else 0)
+        for buf, start, end, _first, _continues in reader.blocks(CHUNK_BYTES, count_lines=False):
+            n = scan.feed(buf, start, end, line_no)
+            scan.last_line = line_no + n - (1 if buf[end - 1 : end] == b"\n" else 0)
             line_no += n
     st = reader.stats
     lines = scan.last_line

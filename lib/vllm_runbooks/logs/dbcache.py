@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 #: Bump when the cached structure changes.
-FORMAT = 4
+FORMAT = 5
 _MEMO: dict[str, Any] = {}
 
 
@@ -38,19 +38,19 @@ def cache_dir() -> Path:
     return Path(xdg) / "vllm-runbooks" / "logsig"
 
 
-def _hs_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("hyperscan")
-    except Exception:  # noqa: BLE001 - not installed: the key says so
+def _hs_version(engine: str) -> str:
+    if engine != "hyperscan":
         return "none"
+    from .matcher import _mod
+
+    hs = _mod("hyperscan")
+    return str(getattr(hs, "__version__", "unknown")) if hs is not None else "none"
 
 
 def cache_key(sig_bytes: bytes, engine: str) -> str:
     """Key of a cache entry: signature file hash, engine, Hyperscan version, format."""
     h = hashlib.sha256(sig_bytes)
-    h.update(f"|{engine}|{_hs_version()}|{FORMAT}".encode())
+    h.update(f"|{engine}|{_hs_version(engine)}|{FORMAT}".encode())
     return h.hexdigest()[:32]
 
 

@@ -174,6 +174,7 @@ class HyperscanEngine:
         *,
         db: Any = None,
         exact: Any = None,
+        single: Sequence[int] = (),
     ) -> None:
         if _mod("hyperscan") is None:
             raise RuntimeError("hyperscan is not installed")
@@ -184,7 +185,7 @@ class HyperscanEngine:
             return
         assert patterns is not None
         idx = list(range(len(patterns))) if prefilter is None else list(prefilter)
-        self._db = _compile([relax(patterns[i]) for i in idx], idx)
+        self._db = _compile([relax(patterns[i]) for i in idx], idx, set(single))
 
     def dump(self) -> tuple[bytes, bytes | None]:
         """The compiled prefilter and exact databases as bytes (for the cache)."""
@@ -245,14 +246,15 @@ class HyperscanEngine:
         return out
 
 
-def _compile(expressions: Sequence[str], ids: Sequence[int]) -> Any:
+def _compile(expressions: Sequence[str], ids: Sequence[int], single: set[int] | frozenset[int] = frozenset()) -> Any:
+    """A block-mode database; patterns whose id is in ``single`` report one match per scan."""
     hs = _mod("hyperscan")
     db = hs.Database(mode=hs.HS_MODE_BLOCK)
     db.compile(
         expressions=[e.encode("utf-8") for e in expressions],
         ids=list(ids),
         elements=len(ids),
-        flags=[0] * len(ids),
+        flags=[hs.HS_FLAG_SINGLEMATCH if i in single else 0 for i in ids],
     )
     return db
 
@@ -264,17 +266,23 @@ def _load(data: bytes) -> Any:
     return db
 
 
-def make_engine(name: str, patterns: Sequence[str], prefilter: Sequence[int] | None = None) -> Engine:
-    """``name``: ``auto`` (Hyperscan, else RE2, else re), ``hyperscan``, ``re2`` or ``re``."""
+def make_engine(
+    name: str, patterns: Sequence[str], prefilter: Sequence[int] | None = None, single: Sequence[int] = ()
+) -> Engine:
+    """``name``: ``auto`` (Hyperscan, else RE2, else re), ``hyperscan``, ``re2`` or ``re``.
+
+    ``single``: pattern indices that may report only their first match per block (Hyperscan
+    only): the frequent "server is up" lines, which would otherwise make every line a candidate.
+    """
     if name == "auto":
         name = "hyperscan" if hyperscan_available() else "re2" if re2_available() else "re"
         if name == "hyperscan":
             try:
-                return HyperscanEngine(patterns, prefilter)
+                return HyperscanEngine(patterns, prefilter, single=single)
             except Exception:  # noqa: BLE001 - a pattern Hyperscan rejects: RE2 serves instead
                 name = "re2" if re2_available() else "re"
     if name == "hyperscan":
-        return HyperscanEngine(patterns, prefilter)
+        return HyperscanEngine(patterns, prefilter, single=single)
     if name == "re2":
         return Re2Engine(patterns, prefilter)
     if name == "re":

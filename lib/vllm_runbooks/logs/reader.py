@@ -143,6 +143,7 @@ class LogReader:
             max_bytes = DEFAULT_STREAM_MAX_BYTES
         self.stats.cap = max_bytes
         self.max_line_bytes = max(1024, int(max_line_bytes))
+        self._buf: bytearray | None = None
 
     def _close(self, raw: IO[bytes]) -> None:
         if self._owns:
@@ -163,11 +164,28 @@ class LogReader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _read(self, want: int) -> tuple[bytes, BaseException | None]:
-        """Up to ``want`` bytes, and the error that stopped reading (data before it is kept)."""
+    def _read(self, want: int) -> tuple[bytes | bytearray, BaseException | None]:
+        """Up to ``want`` bytes, and the error that stopped reading (data before it is kept).
+
+        Plain sources are read into one reused buffer (``readinto``): no new 8 MiB object and
+        its page faults per block. The buffer is only valid until the next call.
+        """
         if self.stats.compression is None:
+            readinto = getattr(self._stream, "readinto", None)
             try:
-                return self._stream.read(want), None
+                if readinto is None:
+                    return self._stream.read(want), None
+                if self._buf is None or len(self._buf) < want:
+                    self._buf = bytearray(want)
+                view = memoryview(self._buf)
+                got = 0
+                while got < want:  # a pipe returns short reads: fill the block
+                    n = readinto(view[got:want])
+                    if not n:
+                        break
+                    got += n
+                view.release()
+                return (self._buf if got == len(self._buf) else self._buf[:got]), None
             except (OSError, ValueError) as exc:
                 return b"", exc
         parts: list[bytes] = []
@@ -186,12 +204,15 @@ class LogReader:
             got += len(piece)
         return b"".join(parts), None
 
-    def blocks(self, chunk: int = CHUNK_BYTES, *, count_lines: bool = True) -> Iterator[tuple[bytes, int, bool]]:
-        """Yield ``(data, first_line_no, continues)``: complete lines, or one piece of a long line.
+    def blocks(
+        self, chunk: int = CHUNK_BYTES, *, count_lines: bool = True
+    ) -> Iterator[tuple[bytes, int, int, int, bool]]:
+        """Yield ``(buf, start, end, first_line_no, continues)``: ``buf[start:end]`` is whole lines.
 
-        ``data`` ends with a newline except for the last block of the source and for pieces of an
-        over-long line (``continues`` is True when the next block continues the same line).
-        With ``count_lines=False`` the line number is always 0 (a caller that counts newlines
+        The span ends with a newline except for the last one of the source and for pieces of an
+        over-long line (``continues`` is True when the next span continues the same line). Large
+        blocks are yielded in place (no copy): only the line that straddles two reads is joined.
+        With ``count_lines=False`` the line number is always 1 (a caller that counts newlines
         itself saves a pass over the data).
         """
         st = self.stats
@@ -215,45 +236,49 @@ class LogReader:
                 break
             first_block = st.bytes_read == 0
             st.bytes_read += len(data)
-            last = data.rfind(b"\n")
             if first_block and _looks_binary(data[: 1 << 20]):
                 st.binary_stop = True
                 st.unread.append(f"binary data, not a text log: stopped after {st.bytes_read:,} bytes")
                 break
-            if last < 0:
+            first = data.find(b"\n")
+            if first < 0:
                 if len(data) >= 4096 and data.count(b"\x00") * 2 > len(data) and not carry.strip(b"\x00"):
                     st.binary_stop = True
                     st.unread.append(f"binary data (NUL bytes, no line breaks): stopped after {st.bytes_read:,} bytes")
                     carry = b""
                     break
-                carry += data
+                carry += bytes(data)
                 if len(carry) >= self.max_line_bytes:
                     if not in_long:
                         st.long_lines += 1
                         in_long = True
-                    yield carry, line_no, True
+                    yield carry, 0, len(carry), line_no, True
                     carry = b""
                 if err is not None:
                     break
                 continue
+            last = data.rfind(b"\n")
+            start = 0
             if carry:
-                block = b"".join((carry, memoryview(data)[: last + 1]))
-            else:
-                block = data if last == len(data) - 1 else data[: last + 1]
-            carry = data[last + 1 :]
+                head = carry + bytes(data[: first + 1])
+                yield head, 0, len(head), line_no, False
+                line_no += 1
+                start = first + 1
             in_long = False
-            yield block, line_no, False
-            if count_lines:
-                line_no += block.count(b"\n")
+            if last + 1 > start:
+                yield data, start, last + 1, line_no, False
+                if count_lines:
+                    line_no += data.count(b"\n", start, last + 1)
+            carry = bytes(data[last + 1 :])
             if len(carry) >= self.max_line_bytes:
                 st.long_lines += 1
                 in_long = True
-                yield carry, line_no, True
+                yield carry, 0, len(carry), line_no, True
                 carry = b""
             if err is not None:
                 break
         if carry:
-            yield carry, line_no, False
+            yield carry, 0, len(carry), line_no, False
 
 
 def open_log(source: Any, *, max_bytes: int | None = None, max_line_bytes: int = MAX_LINE_BYTES) -> LogReader:
@@ -275,12 +300,13 @@ def iter_lines(
     """
     with open_log(source, max_bytes=max_bytes, max_line_bytes=max_line_bytes) as reader:
         skipping = False
-        for data, first, continues in reader.blocks():
+        for buf, start, end, first, continues in reader.blocks():
             if continues:
                 if not skipping:
-                    yield first, data[:max_line_bytes]
+                    yield first, buf[start : start + max_line_bytes]
                 skipping = True
                 continue
+            data = buf[start:end]
             lines = data.split(b"\n")
             if data.endswith(b"\n"):
                 lines.pop()
