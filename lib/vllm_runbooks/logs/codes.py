@@ -76,8 +76,8 @@ def resolve(line: str, tables: dict[str, dict[int, Code]] | None = None) -> Code
         if c is not None:
             return c
     low = line.lower()
-    for table in ("nvml", "nccl", "cuda"):
-        if table not in low:
+    for table, cue in (("nvml", "nvml"), ("nccl", "nccl"), ("cuda", "cu")):
+        if cue not in low:
             continue
         m = _NUMBER[table].search(line)
         if m is not None:

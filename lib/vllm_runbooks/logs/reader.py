@@ -134,6 +134,14 @@ class LogReader:
             kind = "bzip2"
         self.stats.compression = kind
         self._raw = raw
+        self._expected = -1
+        if kind == "zstd":
+            try:
+                import zstandard
+
+                self._expected = zstandard.frame_content_size(raw.peek(18)[:18])  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 - unknown size: no end check
+                self._expected = -1
         try:
             self._stream = _decompressor(raw, kind) if kind else raw
         except ImportError:
@@ -233,6 +241,12 @@ class LogReader:
                     f"{st.compression or 'file'} stream unreadable after {st.bytes_read + len(data):,} bytes: {err}"
                 )
             if not data:
+                if 0 <= st.bytes_read < self._expected and err is None:
+                    # a cut zstd frame reads as a clean end: its header said how much to expect
+                    st.unread.append(
+                        f"zstd stream unreadable after {st.bytes_read:,} bytes: ended before the end of its frame "
+                        f"({self._expected:,} bytes)"
+                    )
                 break
             first_block = st.bytes_read == 0
             st.bytes_read += len(data)
