@@ -258,9 +258,10 @@ class LogDiagnoses(Record):
                 {
                     "source": d.source,
                     "label": d.label,
+                    "confidence": d.confidence,
                     "status": d.status,
                     "line": rc.line if rc else None,
-                    "text": rc.text if rc else d.reason,
+                    "text": rc.text if rc else (d.reason or d.would_decide),
                     "lines": d.lines_scanned,
                     "bytes": d.bytes_scanned,
                 }
@@ -271,15 +272,16 @@ class LogDiagnoses(Record):
         body = "".join(
             "<tr>"
             f"<td>{html.escape(d.source)}</td><td><b>{html.escape(d.label)}</b></td>"
-            f"<td>{html.escape(d.status)}</td>"
+            f"<td>{html.escape(d.confidence)}</td><td>{html.escape(d.status)}</td>"
             f"<td>{d.root_cause.line if d.root_cause else ''}</td>"
-            f"<td><code>{html.escape((d.root_cause.text if d.root_cause else d.reason)[:160])}</code></td>"
+            f"<td><code>{html.escape((d.root_cause.text if d.root_cause else (d.reason or d.would_decide))[:160])}"
+            "</code></td>"
             "</tr>"
             for d in self.items
         )
         return (
             f"<div>Overall: <b>{html.escape(self.label)}</b></div>"
-            "<table><tr><th>log</th><th>label</th><th>status</th><th>line</th><th>evidence</th></tr>"
+            "<table><tr><th>log</th><th>label</th><th>confidence</th><th>status</th><th>line</th><th>evidence</th></tr>"
             + body
             + "</table>"
         )
