@@ -10,8 +10,8 @@ import nbformat
 import pytest
 
 from conftest import R575, R575_PLANTED
-from vllm_runbooks.evidence import load_evidence
 from vllm_runbooks.redact import redact_parameters
+from vllm_runbooks.runs import load_result
 from vllm_runbooks.scraps import read_scraps
 
 ROOT = Path(__file__).parents[1]
@@ -89,7 +89,7 @@ def test_runbook_on_bundle_leaks_no_secret(tmp_path: Path) -> None:
     assert head["figures"]["gpus"] == 8 and head["figures"]["driver"] == "575.57.08"
     assert head["figures"]["image_cuda"] == "13.0.2" and head["figures"]["unavailable_count"] == 0
     assert scraps["evidence"]["items"]["nvidia"]["value"]["driver_branch"] == "r575"
-    ev = load_evidence(run_dir)
+    ev = load_result(run_dir, "evidence_capture")
     assert ev.get("launch", "origin") == "parameter" and "<redacted:api-key>" in ev.get("launch", "command")
     # the lead's runner adds HTML; render it here too so the scan covers it
     from nbconvert import HTMLExporter
@@ -223,7 +223,7 @@ def test_stalled_log_collector_leaves_nothing_after_sha256sums(tmp_path: Path, m
     monkeypatch.setattr("vllm_runbooks.evidence.writer.open_source", lambda source, opts: StallingSource())
     collectors.discover()  # the real collectors are registered first, then replaced for this test
     monkeypatch.setattr(collectors, "COLLECTORS", {"logs": collectors.Collector("logs", "Logs", logs_then_report)})
-    from vllm_runbooks.evidence import collect_evidence, load_evidence
+    from vllm_runbooks.evidence import Evidence, collect_evidence
 
     run_dir = tmp_path / "run"
     ev = collect_evidence("stalling", run_dir=run_dir, collector_timeout_s=0.2)
@@ -233,6 +233,6 @@ def test_stalled_log_collector_leaves_nothing_after_sha256sums(tmp_path: Path, m
     assert isinstance(outcome.get("error"), collectors.WriteRefused)
     assert not (run_dir / "evidence" / "raw" / "logs").exists()
     assert list(scratch.iterdir()) == []  # the copy made outside the run dir is gone too
-    load_evidence(run_dir)  # the manifest still matches the directory
+    Evidence.load(run_dir)  # the manifest still matches the directory
     sums = (run_dir / "evidence" / "SHA256SUMS").read_text()
     assert "raw/logs" not in sums

@@ -26,7 +26,6 @@ _EXPORTS = {
     "BundleSource": "sources",
     "LocalSource": "sources",
     "collect_evidence": "writer",
-    "load_evidence": "writer",
     "resolve_run_dir": "writer",
 }
 

@@ -97,6 +97,7 @@ class Context:
         return got
 
     def text(self, name: str) -> str | None:
+        """A raw artefact as text (undecodable bytes replaced), or None."""
         got = self.read(name)
         return got.data.decode("utf-8", "replace") if got.data is not None else None
 
@@ -133,6 +134,7 @@ class Context:
             tmp.unlink(missing_ok=True)
 
     def artefact(self, name: str) -> list[str]:
+        """The raw/ path of an artefact read in this capture, for an item's ``artefacts``."""
         got = self._cache.get(name)
         return [f"raw/{name}"] if got is not None and got.data else []
 

@@ -1,4 +1,4 @@
-"""Collect evidence into ``<run_dir>/evidence/`` and read it back.
+"""Collect evidence into ``<run_dir>/evidence/`` (read it back with ``runs.load_result``).
 
 Layout::
 
@@ -132,8 +132,3 @@ def _finish(ev: Evidence, out: Path) -> Evidence:
     sums["evidence.json"] = sha256_file(out / "evidence.json")
     (out / "SHA256SUMS").write_text("".join(f"{h}  {p}\n" for p, h in sorted(sums.items())), encoding="utf-8")
     return ev
-
-
-def load_evidence(path: str | Path, verify: bool = True) -> Evidence:
-    """Kept for callers of the old name: the one evidence reader is :meth:`Evidence.load`."""
-    return Evidence.load(path, verify=verify)
