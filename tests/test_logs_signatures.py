@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -196,3 +197,33 @@ def test_grep_accepts_every_pattern(tmp_path) -> None:
     assert r.returncode == 0 and r.stderr == "", r.stderr
     # every line of every case (all are evidence lines) must be a grep hit too: same patterns, same verdicts
     assert int(r.stdout) == sum(t.count("\n") + 1 for lab, t in CASES if lab != "inconclusive")
+
+
+def test_prefilters_are_supersets_of_their_patterns() -> None:
+    """A signature's cheap ``prefilter`` must let through every line its exact patterns match."""
+    import json
+    import re
+
+    from vllm_runbooks.logs.evaluate import DEV_CORPUS
+
+    sources = [Path(__file__).parent / "data" / n for n in ("logs_heldout.jsonl", "logs_other_projects.jsonl")]
+    lines = [t for _, text in CASES for t in text.splitlines()]
+    for src in [*sources, DEV_CORPUS]:
+        if src.exists():
+            lines += [
+                ln
+                for row in src.read_text(encoding="utf-8").splitlines()
+                if row
+                for ln in json.loads(row)["log"].splitlines()
+            ]
+    checked = 0
+    for sig in SIGS.signatures:
+        if not sig.prefilter:
+            continue
+        exact = [re.compile(p) for p in sig.patterns]
+        pre = [re.compile(p) for p in sig.prefilter]
+        for ln in lines:
+            if any(rx.search(ln) for rx in exact):
+                checked += 1
+                assert any(rx.search(ln) for rx in pre), (sig.id, ln)
+    assert checked >= 20

@@ -103,17 +103,37 @@ def pattern_owners(sigset: SignatureSet) -> tuple[list[str], list[tuple[str, int
     return patterns, owners, lean_idx
 
 
+def prefilter_expressions(
+    sigset: SignatureSet, owners: list[tuple[str, int]], patterns: list[str]
+) -> list[tuple[int, str]]:
+    """(pattern index, prefilter expression) pairs: a signature's ``prefilter`` replaces its patterns."""
+    from .matcher import relax
+
+    out: list[tuple[int, str]] = []
+    done: set[int] = set()
+    for k, (kind, i) in enumerate(owners):
+        sig = sigset.signatures[i] if kind == "sig" else None
+        if sig is not None and sig.prefilter:
+            if i not in done:
+                done.add(i)
+                out += [(k, p) for p in sig.prefilter]
+            continue
+        out.append((k, relax(patterns[k])))
+    return out
+
+
 def build_compiled(sigset: SignatureSet, engine: str) -> _Compiled:
     """Compile the prefilters (full and lean) for a signature set; no caching."""
     patterns, owners, lean_idx = pattern_owners(sigset)
     lean = set(lean_idx)
     info = [k for k in range(len(patterns)) if k not in lean]
+    pre = prefilter_expressions(sigset, owners, patterns)
     return _Compiled(
         sigset,
         patterns,
         owners,
-        make_engine(engine, patterns, single=info),
-        make_engine(engine, patterns, lean_idx),
+        make_engine(engine, patterns, single=info, pre=pre),
+        make_engine(engine, patterns, lean_idx, pre=[(k, e) for k, e in pre if k in lean]),
     )
 
 

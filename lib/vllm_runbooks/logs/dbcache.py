@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 #: Bump when the cached structure changes.
-FORMAT = 5
+FORMAT = 6
 _MEMO: dict[str, Any] = {}
 
 

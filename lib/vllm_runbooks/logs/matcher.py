@@ -175,6 +175,7 @@ class HyperscanEngine:
         db: Any = None,
         exact: Any = None,
         single: Sequence[int] = (),
+        pre: Sequence[tuple[int, str]] | None = None,
     ) -> None:
         if _mod("hyperscan") is None:
             raise RuntimeError("hyperscan is not installed")
@@ -184,8 +185,10 @@ class HyperscanEngine:
             self._db = db
             return
         assert patterns is not None
-        idx = list(range(len(patterns))) if prefilter is None else list(prefilter)
-        self._db = _compile([relax(patterns[i]) for i in idx], idx, set(single))
+        if pre is None:
+            idx = list(range(len(patterns))) if prefilter is None else list(prefilter)
+            pre = [(i, relax(patterns[i])) for i in idx]
+        self._db = _compile([e for _, e in pre], [k for k, _ in pre], set(single))
 
     def dump(self) -> tuple[bytes, bytes | None]:
         """The compiled prefilter and exact databases as bytes (for the cache)."""
@@ -267,22 +270,28 @@ def _load(data: bytes) -> Any:
 
 
 def make_engine(
-    name: str, patterns: Sequence[str], prefilter: Sequence[int] | None = None, single: Sequence[int] = ()
+    name: str,
+    patterns: Sequence[str],
+    prefilter: Sequence[int] | None = None,
+    single: Sequence[int] = (),
+    pre: Sequence[tuple[int, str]] | None = None,
 ) -> Engine:
     """``name``: ``auto`` (Hyperscan, else RE2, else re), ``hyperscan``, ``re2`` or ``re``.
 
     ``single``: pattern indices that may report only their first match per block (Hyperscan
     only): the frequent "server is up" lines, which would otherwise make every line a candidate.
+    ``pre``: (pattern index, expression) pairs for the Hyperscan prefilter (superset patterns);
+    the other engines use the exact patterns.
     """
     if name == "auto":
         name = "hyperscan" if hyperscan_available() else "re2" if re2_available() else "re"
         if name == "hyperscan":
             try:
-                return HyperscanEngine(patterns, prefilter, single=single)
+                return HyperscanEngine(patterns, prefilter, single=single, pre=pre)
             except Exception:  # noqa: BLE001 - a pattern Hyperscan rejects: RE2 serves instead
                 name = "re2" if re2_available() else "re"
     if name == "hyperscan":
-        return HyperscanEngine(patterns, prefilter, single=single)
+        return HyperscanEngine(patterns, prefilter, single=single, pre=pre)
     if name == "re2":
         return Re2Engine(patterns, prefilter)
     if name == "re":

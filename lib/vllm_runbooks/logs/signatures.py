@@ -79,6 +79,9 @@ class Signature:
     ignore_levels: frozenset[str] = frozenset()
     proves: str | None = None
     codes: bool = False
+    #: Cheaper patterns that match at least every line ``patterns`` match (a superset); the
+    #: fast prefilter uses them, the exact ``patterns`` still decide each candidate line.
+    prefilter: tuple[str, ...] = ()
 
     @property
     def decisive(self) -> bool:
@@ -205,6 +208,9 @@ def parse_signatures(data: dict[str, Any], origin: str = "") -> SignatureSet:
                 ignore_levels=frozenset(str(x).upper() for x in s.get("ignore_levels") or ()),
                 proves=proves,
                 codes=bool(s.get("codes", False)),
+                prefilter=_as_patterns({"patterns": s["prefilter"]}, where + " prefilter")
+                if s.get("prefilter")
+                else (),
             )
         )
     if not sigs:
