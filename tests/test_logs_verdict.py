@@ -135,3 +135,23 @@ def test_other_projects_set_is_well_formed_and_from_other_projects() -> None:
     assert not any("github.com/vllm-project/" in r["source_url"] for r in rows)
     assert len({r["software"] for r in rows}) >= 15
     assert evaluate(OTHER)["accuracy"] >= 0.9
+
+
+def test_compiled_database_cache_rebuilds_a_corrupt_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The on-disk cache is keyed on the signature file, rewritten atomically, and a corrupt entry is ignored."""
+    from vllm_runbooks.logs import dbcache
+    from vllm_runbooks.logs.matcher import hyperscan_available
+    from vllm_runbooks.logs.signatures import default_signatures_bytes
+
+    monkeypatch.setenv("VLLM_RUNBOOKS_CACHE", str(tmp_path))
+    monkeypatch.setattr(dbcache, "_MEMO", {})
+    key = dbcache.cache_key(default_signatures_bytes(), "hyperscan" if hyperscan_available() else "auto")
+    path = tmp_path / "logsig" / f"{key}.pkl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a pickle")
+    first = dbcache.default_compiled()
+    assert path.read_bytes() != b"not a pickle" and not list(path.parent.glob(".tmp-*"))
+    monkeypatch.setattr(dbcache, "_MEMO", {})
+    again = dbcache.default_compiled()  # read back from disk this time
+    assert again is not first and again.patterns == first.patterns
+    assert dbcache.cache_key(default_signatures_bytes() + b"\n# edit", "hyperscan") != key
