@@ -32,7 +32,9 @@ def test_benchmark_prints_ours_and_grep(tmp_path: Path) -> None:
         check=True,
         timeout=300,
     )
-    ours = re.search(r"^ours .* = +([0-9.]+) MB/s .*label=nccl_error", r.stdout, re.M)
-    grep = re.search(r"^grep .*= +([0-9.]+) MB/s +\(LC_ALL=C; -c -> ([0-9]+) lines\)", r.stdout, re.M)
-    assert ours and grep, r.stdout
-    assert float(ours.group(1)) > 0 and int(grep.group(2)) > 0
+    ours = re.search(r"^ours .* = +([0-9.]+) MB/s +whole process .*label=nccl_error", r.stdout, re.M)
+    grep = re.search(r"^grep .*= +([0-9.]+) MB/s +\(cpu [0-9.]+s; LC_ALL=C; -c -> ([0-9]+) lines\)", r.stdout, re.M)
+    start = re.search(r"^start : +([0-9.]+)s whole process on a one-line log", r.stdout, re.M)
+    ratio = re.search(r"^ratio : .* = ([0-9.]+)x wall, ([0-9.]+)x cpu", r.stdout, re.M)
+    assert ours and grep and start and ratio, r.stdout
+    assert float(ours.group(1)) > 0 and int(grep.group(2)) > 0 and float(start.group(1)) > 0

@@ -116,13 +116,13 @@ def test_empty_and_blank_logs_are_unknown_not_healthy(tmp_path: Path) -> None:
     (tmp_path / "b.log").write_bytes(b"\n \n\t\n")
     for name in ("e.log", "b.log"):
         d = diagnose_log(tmp_path / name)
-        assert (d.label, d.status) == ("unknown", STATUS_EMPTY)
+        assert (d.label, d.status) == ("inconclusive", STATUS_EMPTY)
         assert d.reason
 
 
 def test_missing_and_directory_paths_are_unreadable(tmp_path: Path) -> None:
     d = diagnose_log(tmp_path / "nope.log")
-    assert (d.label, d.status, d.reason) == ("unknown", STATUS_UNREADABLE, "no such file")
+    assert (d.label, d.status, d.reason) == ("inconclusive", STATUS_UNREADABLE, "no such file")
     assert diagnose_log(tmp_path).status == STATUS_UNREADABLE
 
 
@@ -157,8 +157,8 @@ def test_non_utf8_bytes_and_garbage_do_not_crash() -> None:
     assert "\ufffd" in d.root_cause.text  # type: ignore[union-attr]
     binary = bytes(range(256)) * 4000
     d2 = diagnose_log(binary)
-    assert d2.status == "ok" and d2.label in {"unknown", "healthy"}
-    assert any("NUL" in u for u in d2.unread)
+    assert d2.status == "unreadable" and d2.label == "inconclusive" and d2.confidence == "inconclusive"
+    assert any("binary data" in u for u in d2.unread) and d2.bytes_scanned <= 8 << 20
 
 
 def test_ansi_and_transport_prefixes_are_stripped() -> None:
@@ -203,7 +203,7 @@ def test_line_longer_than_the_cut_limit_and_chunk_boundaries(monkeypatch: pytest
 def test_max_bytes_sets_truncated() -> None:
     log = ("INFO fine\n" * 1000 + "RuntimeError: No CUDA GPUs are available\n").encode()
     d = diagnose_log(log, max_bytes=500)
-    assert d.truncated and d.label == "healthy" and d.bytes_scanned == 500
+    assert d.truncated and d.label == "inconclusive" and d.bytes_scanned == 500
 
 
 def test_finding_lines_and_text_are_exact() -> None:
@@ -272,7 +272,7 @@ def test_diagnose_logs_overall_label(tmp_path: Path) -> None:
     (tmp_path / "rank0.log").write_text("RuntimeError: NCCL error: unhandled system error\n")
     (tmp_path / "rank1.log").write_text("torch.OutOfMemoryError: CUDA out of memory.\n")
     ds = diagnose_logs([tmp_path / "rank0.log", tmp_path / "rank1.log", tmp_path / "missing.log"])
-    assert [d.label for d in ds] == ["nccl_error", "oom_runtime", "unknown"]
+    assert [d.label for d in ds] == ["nccl_error", "oom_runtime", "inconclusive"]
     assert ds.label == "oom_runtime"  # OOM outranks the NCCL error it causes on the peer
     assert "missing.log" in ds._repr_html_()
 
@@ -296,7 +296,7 @@ def test_cli_json_shape(tmp_path: Path) -> None:
     assert data[0]["path"] == str(good) and data[0]["label"] == "kv_cache_insufficient"
     f = next(f for f in data[0]["findings"] if f["label"] == "kv_cache_insufficient")
     assert f["line"] == 4 and "cache blocks" in f["text"] and f["advice"]
-    assert data[1]["label"] == "unknown" and data[1]["status"] == "unreadable" and data[1]["reason"]
+    assert data[1]["label"] == "inconclusive" and data[1]["status"] == "unreadable" and data[1]["reason"]
 
 
 def test_cli_text(tmp_path: Path) -> None:
@@ -320,5 +320,5 @@ def test_dev_corpus_accuracy_floor() -> None:
 def test_corrupt_gzip_from_the_start_is_unreadable(tmp_path: Path) -> None:
     (tmp_path / "bad.gz").write_bytes(b"\x1f\x8b\x08\x00" + b"\x00garbage" * 10)
     d = diagnose_log(tmp_path / "bad.gz")
-    assert (d.label, d.status, d.compression) == ("unknown", STATUS_UNREADABLE, "gzip")
+    assert (d.label, d.status, d.compression) == ("inconclusive", STATUS_UNREADABLE, "gzip")
     assert "gzip" in d.reason

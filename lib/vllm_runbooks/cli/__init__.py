@@ -58,8 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, run the handler, and map refusals to ``exit_codes.REFUSED`` (never a traceback)."""
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    if args_in[:1] == ["diagnose-log"]:  # fast path: start-up matters for a grep-like tool
+        from .logs import main as diagnose_main
+
+        return diagnose_main(args_in[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_in)
     try:
         return int(args.func(args) or 0)
     except Exception as exc:

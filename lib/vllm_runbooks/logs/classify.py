@@ -8,30 +8,23 @@ generic "engine core initialization failed" never outranks the CUDA error printe
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import io
-import lzma
 import os
 import re
 import time
-import zlib
 from collections import deque
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from .diagnosis import STATUS_EMPTY, STATUS_OK, STATUS_UNREADABLE, LogDiagnoses, LogDiagnosis, LogFinding
 from .matcher import Engine, make_engine
 from .normalize import ANSI_BYTES_RE, line_level, normalize_line
-from .signatures import DECISIVE, UNKNOWN, Signature, SignatureSet, load_signatures
+from .reader import CHUNK_BYTES, MAX_LINE_BYTES, LogUnreadable, open_log
+from .signatures import INCONCLUSIVE, Signature, SignatureSet
+from .verdict import decide
 
-CHUNK_BYTES = 8 << 20
-#: A line longer than this is cut (and counted in ``long_lines``); text after the cut is still
-#: scanned, as a continuation of the same line number.
-MAX_LINE_BYTES = 4 << 20
+__all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "diagnose_log", "diagnose_logs", "diagnose_text"]
 #: Characters of a matching line kept in a finding (around the match for long lines).
 KEEP_CHARS = 1000
 MAX_FINDINGS_PER_SIGNATURE = 20
@@ -40,22 +33,13 @@ INFO_HITS_ENOUGH = 5
 #: Context-marker hits remembered for refinement windows.
 CONTEXT_MEMORY = 4096
 
-_MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"\x1f\x8b", "gzip"),
-    (b"\xfd7zXZ\x00", "xz"),
-    (b"\x28\xb5\x2f\xfd", "zstd"),
-)
-
-
-class _Unreadable(Exception):
-    """Raised internally when a source cannot be opened; becomes status ``unreadable``."""
-
 
 @dataclass
 class _Pending:
     finding: LogFinding
     sig: Signature
     best: tuple[int, str] | None = None  # (distance, context id)
+    fallback: str | None = None  # latest phase marker seen anywhere before (no window)
 
 
 @dataclass
@@ -66,6 +50,14 @@ class _Compiled:
     full: Engine
     lean: Engine
     span_res: dict[int, re.Pattern[bytes]] = field(default_factory=dict)
+
+    def label_signature(self, label: str) -> Signature | None:
+        """The highest-priority decisive signature of a label (codes borrow its rank and advice)."""
+        best = None
+        for s in self.sigset.signatures:
+            if s.label == label and s.decisive and not s.codes and (best is None or s.priority > best.priority):
+                best = s
+        return best
 
     def span(self, idx: int, line: bytes) -> tuple[int, int]:
         rx = self.span_res.get(idx)
@@ -78,11 +70,23 @@ class _Compiled:
 _CACHE: dict[tuple[int, str], _Compiled] = {}
 
 
-def _compiled(sigset: SignatureSet, engine: str) -> _Compiled:
+def _compiled(sigset: SignatureSet | None, engine: str) -> _Compiled:
+    """The compiled pattern database for a signature set (the packaged one: cached on disk)."""
+    if sigset is None:
+        from .dbcache import default_compiled
+
+        return default_compiled(engine)
     key = (id(sigset), engine)
     hit = _CACHE.get(key)
     if hit is not None and hit.sigset is sigset:
         return hit
+    comp = build_compiled(sigset, engine)
+    _CACHE[key] = comp
+    return comp
+
+
+def pattern_owners(sigset: SignatureSet) -> tuple[list[str], list[tuple[str, int]], list[int]]:
+    """(all patterns, owner of each, indices of the lean prefilter: no ``info`` patterns)."""
     patterns: list[str] = []
     owners: list[tuple[str, int]] = []
     for i, s in enumerate(sigset.signatures):
@@ -96,9 +100,41 @@ def _compiled(sigset: SignatureSet, engine: str) -> _Compiled:
     lean_idx = [
         k for k, (kind, i) in enumerate(owners) if not (kind == "sig" and sigset.signatures[i].severity == "info")
     ]
-    comp = _Compiled(sigset, patterns, owners, make_engine(engine, patterns), make_engine(engine, patterns, lean_idx))
-    _CACHE[key] = comp
-    return comp
+    return patterns, owners, lean_idx
+
+
+def prefilter_expressions(
+    sigset: SignatureSet, owners: list[tuple[str, int]], patterns: list[str]
+) -> list[tuple[int, str]]:
+    """(pattern index, prefilter expression) pairs: a signature's ``prefilter`` replaces its patterns."""
+    from .matcher import relax
+
+    out: list[tuple[int, str]] = []
+    done: set[int] = set()
+    for k, (kind, i) in enumerate(owners):
+        sig = sigset.signatures[i] if kind == "sig" else None
+        if sig is not None and sig.prefilter:
+            if i not in done:
+                done.add(i)
+                out += [(k, p) for p in sig.prefilter]
+            continue
+        out.append((k, relax(patterns[k])))
+    return out
+
+
+def build_compiled(sigset: SignatureSet, engine: str) -> _Compiled:
+    """Compile the prefilters (full and lean) for a signature set; no caching."""
+    patterns, owners, lean_idx = pattern_owners(sigset)
+    lean = set(lean_idx)
+    info = [k for k in range(len(patterns)) if k not in lean]
+    pre = prefilter_expressions(sigset, owners, patterns)
+    return _Compiled(
+        sigset,
+        patterns,
+        owners,
+        make_engine(engine, patterns, single=info, pre=pre),
+        make_engine(engine, patterns, lean_idx, pre=[(k, e) for k, e in pre if k in lean]),
+    )
 
 
 _NONBLANK = re.compile(rb"\S")
@@ -142,6 +178,9 @@ class _Scan:
         self.nul_bytes = False
         self.nonblank = False
         self.threads = threads
+        self.serving_hits = 0
+        self.last_line = 0
+        self.last_ctx: dict[str, int] = {}
 
     # -- blocks ----------------------------------------------------------------------------
     def feed(self, data: bytes, start: int, end: int, line_no: int) -> int:
@@ -208,6 +247,17 @@ class _Scan:
         if not sig_first:
             return
         sigs = comp.sigset.signatures
+        resolved: dict[int, Any] = {}
+        for i in [i for i in sig_first if sigs[i].codes]:
+            from .codes import resolve
+
+            code = resolve(raw[:4000].decode("utf-8", "replace"))
+            if code is None or code.label is None:
+                del sig_first[i]
+            else:
+                resolved[i] = code
+        if not sig_first:
+            return
         if len(sig_first) > 1:
             # One finding per line for the catch-alls, and none when a real signature explains it.
             generic = [i for i in sig_first if sigs[i].label == "unrecognized_error"]
@@ -223,24 +273,34 @@ class _Scan:
                 continue
             n = self.counts.get(sig.id, 0) + 1
             self.counts[sig.id] = n
-            if sig.severity == "info":
-                self.info_hits += 1
-                if self.info_hits >= INFO_HITS_ENOUGH:
+            if sig.proves == "serving":
+                self.serving_hits += 1
+                if self.serving_hits >= INFO_HITS_ENOUGH:
                     self.engine = comp.lean
             if n > MAX_FINDINGS_PER_SIGNATURE:
                 continue
             s, e = comp.span(k, raw)
+            label, priority, advice, source, stage = sig.label, sig.priority, sig.advice, sig.source, sig.stage
+            code = resolved.get(i)
+            if code is not None:
+                base = comp.label_signature(code.label)
+                label, source = code.label, code.source
+                priority = (base.priority - 1) if base is not None else sig.priority
+                advice = f"{code.name} ({code.table} code {code.value}). " + (base.advice if base else sig.advice)
+                stage = base.stage if base is not None else sig.stage
+                sig = base if (base is not None and base.refine) else sig
             f = LogFinding(
-                signature=sig.id,
-                label=sig.label,
-                stage=sig.stage,
-                severity=sig.severity,
-                priority=sig.priority,
+                signature=comp.sigset.signatures[i].id,
+                label=label,
+                stage=stage,
+                severity=comp.sigset.signatures[i].severity,
+                priority=priority,
                 line=line_no,
                 text=text if k == min(sig_first.values()) else self.text_of(raw, k)[0],
                 match=raw[s:e][:300].decode("utf-8", "replace"),
-                advice=sig.advice,
-                source=sig.source,
+                advice=advice,
+                source=source,
+                proves=sig.proves,
             )
             self.findings.append(f)
             if sig.refine:
@@ -266,6 +326,9 @@ class _Scan:
     def start_refine(self, f: LogFinding, sig: Signature) -> None:
         wanted = {r.context for r in sig.refine}
         p = _Pending(f, sig)
+        seen = [(ln, cid) for cid, ln in self.last_ctx.items() if cid in wanted and ln <= f.line]
+        if seen:
+            p.fallback = max(seen)[1]
         for line_no, ci in reversed(self.contexts):
             dist = f.line - line_no
             if dist > sig.window_before:
@@ -278,6 +341,7 @@ class _Scan:
 
     def context_hit(self, line_no: int, ci: int) -> None:
         self.contexts.append((line_no, ci))
+        self.last_ctx[self.comp.sigset.contexts[ci].id] = line_no
         if not self.pending:
             return
         cid = self.comp.sigset.contexts[ci].id
@@ -293,13 +357,15 @@ class _Scan:
         self.pending = keep
 
     def apply_refine(self, p: _Pending) -> None:
-        if p.best is None:
+        """Relabel by the nearest phase marker in the window, else by the last phase entered."""
+        cid = p.best[1] if p.best is not None else p.fallback
+        if cid is None:
             return
         for r in p.sig.refine:
-            if r.context == p.best[1]:
+            if r.context == cid:
                 p.finding.label = r.label
                 p.finding.stage = r.stage
-                p.finding.refined_by = r.context
+                p.finding.refined_by = cid if p.best is not None else f"{cid} (last phase before)"
                 return
 
     def finish(self) -> None:
@@ -308,225 +374,98 @@ class _Scan:
         self.pending = []
 
 
-def _open_source(source: Any) -> tuple[IO[bytes], str, str | None, int | None]:
-    """(binary stream, display name, compression, on-disk size); raises _Unreadable."""
-    if isinstance(source, bytes | bytearray):
-        raw: IO[bytes] = io.BufferedReader(io.BytesIO(bytes(source)))  # type: ignore[arg-type]
-        name, size = "<text>", len(source)
-    else:
-        path = Path(os.fspath(source))
-        name = str(path)
-        try:
-            if path.is_dir():
-                raise _Unreadable("is a directory")
-            raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
-            size = os.fstat(raw.fileno()).st_size
-        except _Unreadable:
-            raise
-        except FileNotFoundError:
-            raise _Unreadable("no such file") from None
-        except PermissionError:
-            raise _Unreadable("permission denied") from None
-        except OSError as exc:
-            raise _Unreadable(f"cannot open: {exc.strerror or exc}") from None
-    try:
-        head = raw.peek(16)[:16]  # type: ignore[attr-defined]
-    except OSError as exc:
-        raw.close()
-        raise _Unreadable(f"cannot read: {exc.strerror or exc}") from None
-    compression = None
-    for magic, kind in _MAGIC:
-        if head.startswith(magic):
-            compression = kind
-    if compression is None and re.match(rb"BZh[1-9]1AY&SY", head):
-        compression = "bzip2"
-    if compression == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="rb"), name, compression, size
-    if compression == "xz":
-        return lzma.LZMAFile(raw), name, compression, size  # type: ignore[return-value]
-    if compression == "bzip2":
-        return bz2.BZ2File(raw), name, compression, size  # type: ignore[return-value]
-    if compression == "zstd":
-        raw.close()
-        raise _Unreadable("zstd-compressed log: decompress it first (zstd -d)")
-    return raw, name, None, size
-
-
-def _read_block(stream: IO[bytes], want: int, compressed: bool) -> tuple[bytes, BaseException | None]:
-    """Up to ``want`` bytes, and the error that stopped reading (data before it is kept).
-
-    Compressed streams are read piecewise (``read1``) so that a truncated or corrupt archive
-    still yields everything decompressed before the damage.
-    """
-    if not compressed:
-        try:
-            return stream.read(want), None
-        except OSError as exc:
-            return b"", exc
-    parts: list[bytes] = []
-    got = 0
-    while got < want:
-        try:
-            piece = stream.read1(want - got)  # type: ignore[attr-defined]
-        except (EOFError, OSError, zlib.error, lzma.LZMAError, ValueError) as exc:
-            return b"".join(parts), exc
-        if not piece:
-            break
-        parts.append(piece)
-        got += len(piece)
-    return b"".join(parts), None
-
-
-def _is_text_source(source: Any) -> bool:
-    """A str is log text (not a path) when it has a newline or is too long to be a path."""
-    return isinstance(source, str) and ("\n" in source or len(source) > 4096)
-
-
 def diagnose_log(
-    source: str | os.PathLike[str] | bytes,
+    source: Any,
     *,
     max_bytes: int | None = None,
     engine: str = "auto",
     signatures: SignatureSet | None = None,
     threads: int | None = None,
 ) -> LogDiagnosis:
-    """Classify one log and return its root cause with the evidence.
+    """Classify one log and return its root cause with the evidence and a confidence.
 
-    ``source``: a path (str or Path; gzip/xz/bzip2 detected by magic bytes), log text (a str
-    with a newline) or raw bytes. ``max_bytes`` stops after that many (decompressed) bytes and
-    sets ``truncated``. ``engine``: ``auto`` (Hyperscan, else RE2, else re), ``hyperscan``, ``re2``
-    or ``re``. ``threads``:
-    how many threads search large blocks (RE2 only; default: up to 4, one per CPU).
-    Never raises for bad input: missing/unreadable sources give status ``unreadable``.
+    ``source``: a path (str or Path; gzip/xz/bzip2/zstd detected by magic bytes), log text (a str
+    with a newline), raw bytes, or a binary stream (``sys.stdin.buffer``). ``max_bytes`` stops
+    after that many (decompressed) bytes and sets ``truncated``; streams, devices and compressed
+    files are capped by default (:data:`reader.DEFAULT_STREAM_MAX_BYTES`). ``engine``: ``auto``
+    (Hyperscan, else RE2, else re), ``hyperscan``, ``re2`` or ``re``. ``threads``: how many
+    threads search large blocks (RE2 only; default: up to 4, one per CPU).
+    A log is ``healthy`` only with proof that the server answered and nothing failure-looking;
+    with neither proof nor failure it is ``inconclusive``. Never raises for bad input.
     """
-    sigset = signatures or load_signatures()
-    if _is_text_source(source):
-        source = str(source).encode("utf-8", "surrogateescape")
     t0 = time.perf_counter()
-    comp = _compiled(sigset, engine)
-    display = "<text>" if isinstance(source, bytes | bytearray) else os.fspath(source)  # type: ignore[arg-type]
+    comp = _compiled(signatures, engine)
+    sigset = comp.sigset
+    display = "<text>" if isinstance(source, bytes | bytearray | str) and not _is_path_like(source) else None
     try:
-        stream, display, compression, size = _open_source(source)
-    except _Unreadable as exc:
-        return LogDiagnosis(
-            source=str(display),
-            label=UNKNOWN,
-            status=STATUS_UNREADABLE,
-            reason=str(exc),
-            engine=comp.full.name,
-            signatures_version=sigset.schema_version,
+        reader = open_log(source, max_bytes=max_bytes, max_line_bytes=MAX_LINE_BYTES)
+    except LogUnreadable as exc:
+        name = display or str(getattr(source, "name", None) or os.fspath(source))
+        return decide(
+            LogDiagnosis(
+                source=name,
+                label=INCONCLUSIVE,
+                status=STATUS_UNREADABLE,
+                reason=str(exc),
+                engine=comp.full.name,
+                signatures_version=sigset.schema_version,
+            )
         )
     if threads is None:
         threads = min(4, os.cpu_count() or 1)
     scan = _Scan(comp, max(1, threads))
-    unread: list[str] = []
-    bytes_read = lines = long_lines = 0
-    truncated = False
-    carry = b""
-    line_no = 1
-    in_long = False
-    with stream:
-        while True:
-            want = CHUNK_BYTES
-            if max_bytes is not None:
-                if bytes_read >= max_bytes:
-                    truncated = True
-                    break
-                want = min(want, max_bytes - bytes_read)
-            data, err = _read_block(stream, want, compression is not None)
-            if err is not None:
-                unread.append(
-                    f"{compression or 'file'} stream unreadable after {bytes_read + len(data):,} bytes: {err}"
-                )
-            if not data:
-                break
-            bytes_read += len(data)
-            first = data.find(b"\n")
-            if first < 0:
-                carry += data
-                if err is not None:
-                    break
-                if len(carry) >= MAX_LINE_BYTES:
-                    scan.feed(carry, 0, len(carry), line_no)
-                    if not in_long:
-                        long_lines += 1
-                        in_long = True
-                    carry = b""
-                continue
-            if carry:
-                head = carry + data[: first + 1]
-                line_no += scan.feed(head, 0, len(head), line_no)
-                carry = b""
-            else:
-                line_no += scan.feed(data, 0, first + 1, line_no)
-            if in_long:
-                in_long = False
-            last = data.rfind(b"\n")
-            if last > first:
-                line_no += scan.feed(data, first + 1, last + 1, line_no)
-            carry = data[last + 1 :]
-            if err is not None:
-                break
-            if len(carry) >= MAX_LINE_BYTES:  # only possible with very large chunks
-                scan.feed(carry, 0, len(carry), line_no)
-                long_lines += 1
-                in_long = True
-                carry = b""
-        if carry:
-            scan.feed(carry, 0, len(carry), line_no)
-            line_no += 1
-    lines = line_no - 1
+    with reader:
+        line_no = 1
+        for buf, start, end, _first, _continues in reader.blocks(CHUNK_BYTES, count_lines=False):
+            n = scan.feed(buf, start, end, line_no)
+            scan.last_line = line_no + n - (1 if buf[end - 1 : end] == b"\n" else 0)
+            line_no += n
+    st = reader.stats
+    lines = scan.last_line
     scan.finish()
+    unread = list(st.unread)
     if scan.non_utf8:
         unread.append("non-UTF-8 bytes were replaced (U+FFFD) in kept text")
-    if scan.nul_bytes:
+    if scan.nul_bytes and not st.binary_stop:
         unread.append("NUL bytes present: file may be binary or partly corrupt")
-    if long_lines:
-        unread.append(f"{long_lines} line(s) longer than {MAX_LINE_BYTES:,} bytes were cut")
-
-    decisive = [f for f in scan.findings if f.severity in DECISIVE]
-    ranked: dict[str, tuple[int, int]] = {}
-    for f in decisive:
-        key = (-f.priority, f.line)
-        if f.label not in ranked or key < ranked[f.label]:
-            ranked[f.label] = key
-    labels = sorted(ranked, key=lambda lab: ranked[lab])
+    if st.long_lines:
+        unread.append(f"{st.long_lines} line(s) longer than {MAX_LINE_BYTES:,} bytes were cut")
     status, reason = STATUS_OK, ""
-    if labels:
-        label = labels[0]
-    elif bytes_read == 0 and unread:
-        label, status, reason = UNKNOWN, STATUS_UNREADABLE, unread[0]
+    if (st.bytes_read == 0 and unread) or (st.binary_stop and not scan.findings):
+        status, reason = STATUS_UNREADABLE, unread[0]
     elif not scan.nonblank:
-        label, status = UNKNOWN, STATUS_EMPTY
-        reason = "log is empty" if bytes_read == 0 else "log has only blank lines"
+        status = STATUS_EMPTY
+        reason = "log is empty" if st.bytes_read == 0 else "log has only blank lines"
         if unread:
             reason += f" ({unread[0]})"
-    elif scan.nul_bytes and not scan.findings:
-        label, status, reason = UNKNOWN, STATUS_OK, "binary data, no log lines recognised"
-    else:
-        label = "healthy"
-    # Findings of the decided label first (earliest first), then the rest by line.
+    elif (scan.nul_bytes or st.binary_stop) and not scan.findings:
+        reason = "binary data, no log lines recognised"
     scan.findings.sort(key=lambda f: f.line)
-    return LogDiagnosis(
-        source=str(display),
-        label=label,
+    d = LogDiagnosis(
+        source=display or st.name,
+        label=INCONCLUSIVE,
         status=status,
         reason=reason,
-        labels=labels,
         findings=scan.findings,
         counts=scan.counts,
         lines_scanned=lines,
-        bytes_scanned=bytes_read,
-        file_bytes=size,
-        compression=compression,
-        truncated=truncated,
-        long_lines=long_lines,
+        bytes_scanned=st.bytes_read,
+        file_bytes=st.file_bytes,
+        compression=st.compression,
+        truncated=st.truncated,
+        long_lines=st.long_lines,
         non_utf8=scan.non_utf8,
         unread=unread,
         engine=comp.full.name,
-        elapsed_s=round(time.perf_counter() - t0, 6),
         signatures_version=sigset.schema_version,
     )
+    d = decide(d)
+    d.elapsed_s = round(time.perf_counter() - t0, 6)
+    return d
+
+
+def _is_path_like(source: Any) -> bool:
+    return isinstance(source, str) and "\n" not in source and len(source) <= 4096
 
 
 def diagnose_text(text: str | bytes, **kwargs: Any) -> LogDiagnosis:

@@ -29,6 +29,12 @@ STATUS_OK = "ok"  # the log was read (fully or up to a stated limit) and classif
 STATUS_EMPTY = "empty"  # nothing (or only whitespace) to read: not evidence of health
 STATUS_UNREADABLE = "unreadable"  # missing path, permission denied, not a file, ...
 
+#: How sure the label is. ``decisive``: a line that states the cause (or, for ``healthy``, that
+#: the server answered, with nothing failure-looking). ``likely``: the cause is inferred (a
+#: warning, a numeric code, an OOM placed by the last phase marker, unexplained errors).
+#: ``inconclusive``: the log cannot decide; ``would_decide`` says what evidence would.
+CONFIDENCES: tuple[str, ...] = ("decisive", "likely", "inconclusive")
+
 
 @dataclass
 class LogFinding(Record):
@@ -48,14 +54,18 @@ class LogFinding(Record):
     advice: str = ""
     source: str = ""
     refined_by: str | None = None
+    proves: str | None = None
 
 
 @dataclass
 class LogDiagnosis(Record):
     """The classifier's verdict on one log, with the evidence it rests on.
 
-    ``label`` is the root cause (highest-priority finding). ``status`` says whether a verdict
-    was possible at all: an empty or unreadable log gets label ``unknown``, never ``healthy``.
+    ``label`` is the root cause (highest-priority finding), ``healthy`` only with proof that the
+    server answered and nothing failure-looking, ``unrecognized_error`` for failure-looking lines
+    no signature explains, else ``inconclusive`` (also for empty or unreadable logs, with
+    ``status`` saying why). ``confidence`` is one of :data:`CONFIDENCES`; ``evidence`` holds the
+    deciding lines; ``would_decide`` says what evidence would settle an inconclusive verdict.
     """
 
     SCHEMA: ClassVar[str] = "log_diagnosis"
@@ -79,15 +89,19 @@ class LogDiagnosis(Record):
     engine: str = ""
     elapsed_s: float = 0.0
     signatures_version: int = 1
+    confidence: str = "inconclusive"
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    would_decide: str = ""
 
     # -- derived views -------------------------------------------------------------------
     @property
     def root_cause(self) -> LogFinding | None:
-        """The finding that decided ``label`` (None for healthy / unknown)."""
+        """The finding that decided ``label`` (None for healthy / inconclusive)."""
+        best = None
         for f in self.findings:
-            if f.label == self.label and f.severity != "info":
-                return f
-        return None
+            if f.label == self.label and f.severity != "info" and (best is None or f.priority > best.priority):
+                best = f
+        return best
 
     @property
     def advice(self) -> str:
@@ -96,6 +110,8 @@ class LogDiagnosis(Record):
             return rc.advice
         if self.status != STATUS_OK:
             return f"No verdict: {self.reason}. Collect the full container log (docker logs / kubectl logs)."
+        if self.would_decide:
+            return self.would_decide
         return "No failure signature found."
 
     @classmethod
@@ -153,14 +169,15 @@ class LogDiagnosis(Record):
         rc = self.root_cause
         where = f" (line {rc.line}: {rc.text[:120]})" if rc else ""
         extra = f" [{self.status}: {self.reason}]" if self.status != STATUS_OK else ""
-        return f"{self.source}: {self.label}{where}{extra}"
+        return f"{self.source}: {self.label} ({self.confidence}){where}{extra}"
 
     def _repr_html_(self) -> str:
         esc = html.escape
-        colour = {"healthy": "#1a7f37", "unknown": "#6e7781"}.get(self.label, "#cf222e")
+        colour = {"healthy": "#1a7f37", "inconclusive": "#6e7781"}.get(self.label, "#cf222e")
         head = (
             f"<div><b>{esc(self.source)}</b> → <span style='color:{colour};font-weight:bold'>"
-            f"{esc(self.label)}</span> <small>({esc(self.status)}; {self.lines_scanned:,} lines, "
+            f"{esc(self.label)}</span> <small>({esc(self.confidence)}; {esc(self.status)}; "
+            f"{self.lines_scanned:,} lines, "
             f"{self.bytes_scanned:,} bytes"
             + (f", {esc(self.compression)}" if self.compression else "")
             + (", truncated" if self.truncated else "")
@@ -212,7 +229,9 @@ class LogDiagnoses(Record):
             return best[1]
         if self.items and all(d.label == "healthy" for d in self.items):
             return "healthy"
-        return "unknown"
+        if any(d.label == "unrecognized_error" for d in self.items):
+            return "unrecognized_error"
+        return "inconclusive"
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.items)
@@ -239,9 +258,10 @@ class LogDiagnoses(Record):
                 {
                     "source": d.source,
                     "label": d.label,
+                    "confidence": d.confidence,
                     "status": d.status,
                     "line": rc.line if rc else None,
-                    "text": rc.text if rc else d.reason,
+                    "text": rc.text if rc else (d.reason or d.would_decide),
                     "lines": d.lines_scanned,
                     "bytes": d.bytes_scanned,
                 }
@@ -252,15 +272,16 @@ class LogDiagnoses(Record):
         body = "".join(
             "<tr>"
             f"<td>{html.escape(d.source)}</td><td><b>{html.escape(d.label)}</b></td>"
-            f"<td>{html.escape(d.status)}</td>"
+            f"<td>{html.escape(d.confidence)}</td><td>{html.escape(d.status)}</td>"
             f"<td>{d.root_cause.line if d.root_cause else ''}</td>"
-            f"<td><code>{html.escape((d.root_cause.text if d.root_cause else d.reason)[:160])}</code></td>"
+            f"<td><code>{html.escape((d.root_cause.text if d.root_cause else (d.reason or d.would_decide))[:160])}"
+            "</code></td>"
             "</tr>"
             for d in self.items
         )
         return (
             f"<div>Overall: <b>{html.escape(self.label)}</b></div>"
-            "<table><tr><th>log</th><th>label</th><th>status</th><th>line</th><th>evidence</th></tr>"
+            "<table><tr><th>log</th><th>label</th><th>confidence</th><th>status</th><th>line</th><th>evidence</th></tr>"
             + body
             + "</table>"
         )

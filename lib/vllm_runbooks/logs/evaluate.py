@@ -85,8 +85,16 @@ def evaluate(path: str | Path = DEV_CORPUS, engine: str = "auto") -> dict[str, A
         "accuracy_all": sum(s["expected"] == s["predicted"] for s in scored) / len(scored) if scored else 0.0,
         "per_label": per_label,
         "confusion": {k: dict(v) for k, v in confusion.items()},
-        "healthy_false_alarms": [s for s in main if s["expected"] == "healthy" and s["predicted"] != "healthy"],
-        "failures_called_healthy": [s for s in scored if s["expected"] != "healthy" and s["predicted"] == "healthy"],
+        "healthy_false_alarms": [
+            s for s in main if s["expected"] == "healthy" and s["predicted"] not in ("healthy", "inconclusive")
+        ],
+        "healthy_called_inconclusive": [
+            s for s in main if s["expected"] == "healthy" and s["predicted"] == "inconclusive"
+        ],
+        "failures_called_healthy": [
+            s for s in scored if s["expected"] not in ("healthy", "inconclusive") and s["predicted"] == "healthy"
+        ],
+        "failures": sum(s["expected"] not in ("healthy", "inconclusive") for s in scored),
         "errors": [s for s in main if s["expected"] != s["predicted"]],
         "special": special,
     }
@@ -110,7 +118,9 @@ def format_report(rep: dict[str, Any]) -> str:
     out += [f"  {e:28} -> {p:28} {n}" for e, p, n in sorted(off)] or ["  (none)"]
     out += ["", f"healthy logs called a failure: {len(rep['healthy_false_alarms'])}"]
     out += [f"  {s['id']}: {s['predicted']} ({s['evidence']})" for s in rep["healthy_false_alarms"]]
-    out += [f"failures called healthy: {len(rep['failures_called_healthy'])}"]
+    out += [f"healthy logs called inconclusive (no proof in the excerpt): {len(rep['healthy_called_inconclusive'])}"]
+    out += [f"  {s['id']}" for s in rep["healthy_called_inconclusive"]]
+    out += [f"failures called healthy: {len(rep['failures_called_healthy'])} of {rep['failures']}"]
     out += [f"  {s['id']}: expected {s['expected']}" for s in rep["failures_called_healthy"]]
     out += ["", "misclassified (signature in log):"]
     out += [f"  {s['id']}: expected {s['expected']}, got {s['predicted']} ({s['evidence']})" for s in rep["errors"]]

@@ -12,16 +12,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
-try:  # google-re2
-    import re2 as _re2  # type: ignore[import-untyped]
-except ImportError:  # pragma: no cover - exercised by forcing engine="re"
-    _re2 = None
-try:  # Hyperscan (optional; x86-64 Linux wheels)
-    import hyperscan as _hs  # type: ignore[import-untyped]
-except ImportError:  # pragma: no cover
-    _hs = None
+# Engines are imported on first use (start-up time of the command line matters).
+_MODS: dict[str, Any] = {}
+
+
+def _mod(name: str) -> Any:
+    if name not in _MODS:
+        try:
+            _MODS[name] = __import__(name)
+        except ImportError:  # pragma: no cover - optional engines
+            _MODS[name] = None
+    return _MODS[name]
+
+
+def __getattr__(attr: str) -> Any:  # _re2 / _hs for callers and tests that look them up
+    if attr == "_re2":
+        return _mod("re2")
+    if attr == "_hs":
+        return _mod("hyperscan")
+    raise AttributeError(attr)
+
 
 #: DFA memory for the combined prefilter; the default (8 MiB) can overflow with ~200 patterns,
 #: and RE2 then falls back to its much slower NFA.
@@ -29,14 +41,28 @@ _RE2_MAX_MEM = 256 << 20
 
 
 def re2_available() -> bool:
-    return _re2 is not None
+    """Whether google-re2 can be imported (the RE2 engine and the pattern check use it)."""
+    return _mod("re2") is not None
 
 
 def hyperscan_available() -> bool:
-    return _hs is not None
+    """Whether Hyperscan can be imported (the fastest engine; x86-64 Linux wheels only)."""
+    return _mod("hyperscan") is not None
 
 
 ENGINES: tuple[str, ...] = ("auto", "hyperscan", "re2", "re")
+
+
+_BOUNDED = re.compile(r"(\.|\[\^[^]]*\])\{0,[0-9]+\}")
+
+
+def relax(pattern: str) -> str:
+    """A superset of ``pattern`` that Hyperscan scans faster: ``.{0,80}`` becomes ``.*``.
+
+    Lines hold no newline, so the relaxed pattern can only match more within the same line; the
+    exact pattern then decides on that line. Bounded gaps halve Hyperscan's throughput.
+    """
+    return _BOUNDED.sub(".*", pattern)
 
 
 def _combined(patterns: Sequence[str]) -> str:
@@ -84,6 +110,7 @@ class Re2Engine:
     name = "re2"
 
     def __init__(self, patterns: Sequence[str], prefilter: Sequence[int] | None = None) -> None:
+        _re2 = _mod("re2")
         if _re2 is None:
             raise RuntimeError("google-re2 is not installed")
         opts = _re2.Options()
@@ -130,33 +157,69 @@ class ReEngine:
 
 
 class HyperscanEngine:
-    """Hyperscan prefilter (SIMD multi-pattern, several GB/s); attribution by RE2 Set or re.
+    """Hyperscan prefilter (SIMD multi-pattern, several GB/s); attribution by the same database.
 
-    Hyperscan reports match *ends*; each end is mapped to its line. Lines are then verified
-    with the same per-line matcher as the other engines, so results are identical.
+    Hyperscan reports match *ends*; each end is mapped to its line. A candidate line is scanned
+    again with the full database to learn which patterns match it (pattern ids are the indices),
+    so no second regex engine is compiled at start-up. The compiled database serialises
+    (:meth:`dump` / :meth:`from_bytes`), which is what makes the on-disk cache possible.
     """
 
     name = "hyperscan"
 
-    def __init__(self, patterns: Sequence[str], prefilter: Sequence[int] | None = None) -> None:
-        if _hs is None:
+    def __init__(
+        self,
+        patterns: Sequence[str] | None,
+        prefilter: Sequence[int] | None = None,
+        *,
+        db: Any = None,
+        exact: Any = None,
+        single: Sequence[int] = (),
+        pre: Sequence[tuple[int, str]] | None = None,
+    ) -> None:
+        if _mod("hyperscan") is None:
             raise RuntimeError("hyperscan is not installed")
-        idx = list(range(len(patterns))) if prefilter is None else list(prefilter)
-        self._db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-        self._db.compile(
-            expressions=[patterns[i].encode("utf-8") for i in idx],
-            ids=list(range(len(idx))),
-            elements=len(idx),
-            flags=[0] * len(idx),
-        )
-        self._line = Re2Engine(patterns, []) if _re2 is not None else ReEngine(patterns, [])
+        self._patterns = list(patterns) if patterns is not None else None
+        self._exact = exact
+        if db is not None:
+            self._db = db
+            return
+        assert patterns is not None
+        if pre is None:
+            idx = list(range(len(patterns))) if prefilter is None else list(prefilter)
+            pre = [(i, relax(patterns[i])) for i in idx]
+        self._db = _compile([e for _, e in pre], [k for k, _ in pre], set(single))
+
+    def dump(self) -> tuple[bytes, bytes | None]:
+        """The compiled prefilter and exact databases as bytes (for the cache)."""
+        hs = _mod("hyperscan")
+        return hs.dumpb(self._db), (hs.dumpb(self._exact) if self._exact is not None else None)
+
+    def ensure_exact(self) -> None:
+        """Compile the exact per-line database now (before :meth:`dump`)."""
+        if self._exact is None:
+            assert self._patterns is not None
+            self._exact = _compile(self._patterns, list(range(len(self._patterns))))
+
+    @classmethod
+    def from_bytes(cls, data: tuple[bytes, bytes | None]) -> HyperscanEngine:
+        """Rebuild from :meth:`dump` output without compiling."""
+        pre, exact = data
+        return cls(None, db=_load(pre), exact=_load(exact) if exact is not None else None)
 
     def find(self, block: bytes, pos: int, endpos: int) -> int:
         spans = self.candidates(block, pos, endpos)
         return spans[0][0] if spans else -1
 
     def which(self, line: bytes) -> list[int]:
-        return self._line.which(line)
+        hit: set[int] = set()
+
+        def on_match(pid: int, _frm: int, _to: int, _flags: int, _ctx: object) -> None:
+            hit.add(pid)
+
+        self.ensure_exact()
+        self._exact.scan(line, match_event_handler=on_match)
+        return sorted(hit)
 
     def candidates(self, data: bytes, start: int, end: int) -> list[tuple[int, int]]:
         ends: list[int] = []
@@ -186,17 +249,49 @@ class HyperscanEngine:
         return out
 
 
-def make_engine(name: str, patterns: Sequence[str], prefilter: Sequence[int] | None = None) -> Engine:
-    """``name``: ``auto`` (Hyperscan, else RE2, else re), ``hyperscan``, ``re2`` or ``re``."""
+def _compile(expressions: Sequence[str], ids: Sequence[int], single: set[int] | frozenset[int] = frozenset()) -> Any:
+    """A block-mode database; patterns whose id is in ``single`` report one match per scan."""
+    hs = _mod("hyperscan")
+    db = hs.Database(mode=hs.HS_MODE_BLOCK)
+    db.compile(
+        expressions=[e.encode("utf-8") for e in expressions],
+        ids=list(ids),
+        elements=len(ids),
+        flags=[hs.HS_FLAG_SINGLEMATCH if i in single else 0 for i in ids],
+    )
+    return db
+
+
+def _load(data: bytes) -> Any:
+    hs = _mod("hyperscan")
+    db = hs.loadb(data, hs.HS_MODE_BLOCK)
+    db.scratch = hs.Scratch(db)  # a loaded database has no scratch space yet
+    return db
+
+
+def make_engine(
+    name: str,
+    patterns: Sequence[str],
+    prefilter: Sequence[int] | None = None,
+    single: Sequence[int] = (),
+    pre: Sequence[tuple[int, str]] | None = None,
+) -> Engine:
+    """``name``: ``auto`` (Hyperscan, else RE2, else re), ``hyperscan``, ``re2`` or ``re``.
+
+    ``single``: pattern indices that may report only their first match per block (Hyperscan
+    only): the frequent "server is up" lines, which would otherwise make every line a candidate.
+    ``pre``: (pattern index, expression) pairs for the Hyperscan prefilter (superset patterns);
+    the other engines use the exact patterns.
+    """
     if name == "auto":
-        name = "hyperscan" if _hs is not None else "re2" if _re2 is not None else "re"
+        name = "hyperscan" if hyperscan_available() else "re2" if re2_available() else "re"
         if name == "hyperscan":
             try:
-                return HyperscanEngine(patterns, prefilter)
+                return HyperscanEngine(patterns, prefilter, single=single, pre=pre)
             except Exception:  # noqa: BLE001 - a pattern Hyperscan rejects: RE2 serves instead
-                name = "re2" if _re2 is not None else "re"
+                name = "re2" if re2_available() else "re"
     if name == "hyperscan":
-        return HyperscanEngine(patterns, prefilter)
+        return HyperscanEngine(patterns, prefilter, single=single, pre=pre)
     if name == "re2":
         return Re2Engine(patterns, prefilter)
     if name == "re":

@@ -14,8 +14,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 #: Fixed label vocabulary (same as the labelled corpus).
 LABELS: tuple[str, ...] = (
     "driver_too_old",
@@ -35,9 +33,15 @@ LABELS: tuple[str, ...] = (
     "other_config_error",
     "healthy",
     "unrecognized_error",
+    "inconclusive",
 )
-#: Label used when no verdict is possible (empty or unreadable log). Not a corpus label.
-UNKNOWN = "unknown"
+#: Label when the log proves neither a failure nor a server that came up (also: empty or
+#: unreadable logs). Kept under its old constant name for callers.
+INCONCLUSIVE = "inconclusive"
+UNKNOWN = INCONCLUSIVE
+#: What positive ``info`` evidence proves: the server answers (``serving``) or start-up got far
+#: (``progress``). Only ``serving`` proof can make a log ``healthy``.
+PROOFS: tuple[str, ...] = ("serving", "progress")
 
 SEVERITIES: tuple[str, ...] = ("critical", "error", "warning", "info")
 #: Severities that can decide a log's label (``info`` is positive evidence only).
@@ -73,6 +77,11 @@ class Signature:
     window_before: int = 40
     window_after: int = 10
     ignore_levels: frozenset[str] = frozenset()
+    proves: str | None = None
+    codes: bool = False
+    #: Cheaper patterns that match at least every line ``patterns`` match (a superset); the
+    #: fast prefilter uses them, the exact ``patterns`` still decide each candidate line.
+    prefilter: tuple[str, ...] = ()
 
     @property
     def decisive(self) -> bool:
@@ -175,6 +184,9 @@ def parse_signatures(data: dict[str, Any], origin: str = "") -> SignatureSet:
             raise SignatureError(f"{where}: priority must be an integer")
         if not str(s.get("advice") or "").strip():
             raise SignatureError(f"{where}: advice is required")
+        proves = s.get("proves")
+        if proves is not None and (proves not in PROOFS or s["severity"] != "info"):
+            raise SignatureError(f"{where}: proves must be one of {PROOFS}, on an info signature")
         refine = []
         for r in s.get("refine") or []:
             if r.get("context") not in context_ids or r.get("label") not in LABELS:
@@ -194,6 +206,11 @@ def parse_signatures(data: dict[str, Any], origin: str = "") -> SignatureSet:
                 window_before=int(s.get("window_before", 40)),
                 window_after=int(s.get("window_after", 10)),
                 ignore_levels=frozenset(str(x).upper() for x in s.get("ignore_levels") or ()),
+                proves=proves,
+                codes=bool(s.get("codes", False)),
+                prefilter=_as_patterns({"patterns": s["prefilter"]}, where + " prefilter")
+                if s.get("prefilter")
+                else (),
             )
         )
     if not sigs:
@@ -205,11 +222,19 @@ def load_signatures(path: str | Path | None = None) -> SignatureSet:
     """Load the packaged signatures, or another file (e.g. a site-local extension)."""
     if path is None:
         return _default_signatures()
+    import yaml
+
     p = Path(path)
     return parse_signatures(yaml.safe_load(p.read_text(encoding="utf-8")), str(p))
 
 
+def default_signatures_bytes() -> bytes:
+    """The packaged signature file's bytes (its hash keys the compiled-database cache)."""
+    return (resources.files("vllm_runbooks") / "data" / "log_signatures.yaml").read_bytes()
+
+
 @lru_cache(maxsize=1)
 def _default_signatures() -> SignatureSet:
-    res = resources.files("vllm_runbooks") / "data" / "log_signatures.yaml"
-    return parse_signatures(yaml.safe_load(res.read_text(encoding="utf-8")), "log_signatures.yaml")
+    import yaml
+
+    return parse_signatures(yaml.safe_load(default_signatures_bytes().decode("utf-8")), "log_signatures.yaml")

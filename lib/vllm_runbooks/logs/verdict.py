@@ -1,0 +1,104 @@
+"""From findings to a verdict: label, confidence, deciding lines, and what would decide.
+
+Why a separate step: the scan only says which lines matched what; the verdict encodes the
+project's rule that a log is never called ``healthy`` without proof. Order of decision:
+
+1. a recognised failure (highest priority wins; a root cause outranks its symptoms);
+2. unexplained errors (ERROR lines, tracebacks, unknown return codes) -> ``unrecognized_error``;
+3. failure-looking warnings -> ``unrecognized_error``, unless the server was proven up *after*
+   every one of them (then ``healthy``, ``likely``, the warnings listed);
+4. proof that the server answered, nothing failure-looking -> ``healthy``;
+5. otherwise ``inconclusive``, saying what evidence would decide.
+"""
+
+from __future__ import annotations
+
+from .diagnosis import STATUS_OK, LogDiagnosis, LogFinding
+from .signatures import INCONCLUSIVE
+
+#: Deciding lines kept in ``evidence``.
+MAX_EVIDENCE = 8
+
+
+def _ev(f: LogFinding, role: str) -> dict[str, object]:
+    return {"line": f.line, "text": f.text, "signature": f.signature, "label": f.label, "role": role}
+
+
+def _rank(f: LogFinding) -> tuple[int, int]:
+    return (-f.priority, f.line)
+
+
+def decide(d: LogDiagnosis) -> LogDiagnosis:
+    """Fill ``label``, ``labels``, ``confidence``, ``evidence`` and ``would_decide`` of ``d``."""
+    if d.status != STATUS_OK:
+        d.label, d.confidence, d.labels, d.evidence = INCONCLUSIVE, "inconclusive", [], []
+        d.would_decide = (
+            "a readable, non-empty log: collect the full container log from process start "
+            "(docker logs <container> / kubectl logs <pod> --previous)"
+        )
+        return d
+    findings = d.findings
+    serving = [f for f in findings if f.severity == "info" and f.proves == "serving"]
+    progress = [f for f in findings if f.severity == "info" and f.proves == "progress"]
+    specific = [f for f in findings if f.severity != "info" and f.label not in ("unrecognized_error", "healthy")]
+    hard = [f for f in findings if f.label == "unrecognized_error" and f.severity in ("critical", "error")]
+    soft = [f for f in findings if f.label == "unrecognized_error" and f.severity == "warning"]
+
+    ranked: dict[str, tuple[int, int]] = {}
+    for f in specific + hard:
+        if f.label not in ranked or _rank(f) < ranked[f.label]:
+            ranked[f.label] = _rank(f)
+    d.labels = sorted(ranked, key=lambda lab: ranked[lab])
+    d.would_decide = ""
+
+    if specific:
+        top = min(specific, key=_rank)
+        d.label = top.label
+        inferred = top.signature == "nvidia_return_code" or (top.refined_by or "").endswith("(last phase before)")
+        d.confidence = "decisive" if top.severity == "critical" and not inferred else "likely"
+        if d.label in ("oom_runtime", "oom_weights") and top.refined_by is None:
+            d.confidence = "likely"
+            d.would_decide = (
+                "which start-up phase the OOM happened in: the lines before it (weight loading, "
+                "memory profiling, CUDA-graph capture, or requests being served)"
+            )
+        d.evidence = [_ev(top, "cause")] + [
+            _ev(f, "also") for f in sorted(specific, key=_rank)[1:MAX_EVIDENCE] if f is not top
+        ]
+        return d
+    if hard:
+        d.label, d.confidence = "unrecognized_error", "likely"
+        d.evidence = [_ev(f, "unexplained") for f in sorted(hard, key=lambda f: f.line)[:MAX_EVIDENCE]]
+        d.would_decide = (
+            "a known cause for the lines shown: read the first one in context; if it recurs, "
+            "add a signature to log_signatures.yaml"
+        )
+        return d
+    if soft and not (serving and serving[0].line > max(f.line for f in soft)):
+        d.label, d.confidence = "unrecognized_error", "inconclusive"
+        d.evidence = [_ev(f, "failure-looking") for f in soft[:MAX_EVIDENCE]]
+        d.would_decide = (
+            "whether start-up continued past these lines: the rest of the log up to the server "
+            "answering (e.g. 'Application startup complete', requests with 200) or an error that names the cause"
+        )
+        return d
+    if serving:
+        d.label = "healthy"
+        d.confidence = "likely" if soft else "decisive"
+        d.evidence = [_ev(serving[0], "proof")] + [_ev(f, "noted") for f in soft[: MAX_EVIDENCE - 1]]
+        return d
+    d.label, d.confidence = INCONCLUSIVE, "inconclusive"
+    d.evidence = [_ev(f, "progress") for f in progress[-3:]]
+    if progress:
+        d.would_decide = (
+            f"the log stops during start-up (last progress at line {progress[-1].line}) with no failure: "
+            "the later lines up to the server answering, or the first error"
+        )
+    elif d.reason:
+        d.would_decide = f"{d.reason}: a text log of the server process"
+    else:
+        d.would_decide = (
+            "no start-up, serving or failure lines were recognised: the full log of the serving "
+            "process from its start (docker logs / kubectl logs --previous)"
+        )
+    return d

@@ -1,0 +1,157 @@
+"""Healthy needs proof; inconclusive says what would decide; phases place OOMs; codes are data."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vllm_runbooks.logs import diagnose_text
+from vllm_runbooks.logs.codes import code_tables, resolve
+from vllm_runbooks.logs.evaluate import DEV_CORPUS, evaluate, load_corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+OTHER = Path(__file__).parent / "data" / "logs_other_projects.jsonl"
+HELDOUT = Path(__file__).parent / "data" / "logs_heldout.jsonl"
+
+SERVING = 'INFO:     10.0.0.1:5000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+
+
+def test_healthy_needs_proof_that_the_server_answered() -> None:
+    d = diagnose_text("INFO 01-01 00:00:00 [core.py:1] # GPU blocks: 1381\nINFO something\n")
+    assert (d.label, d.confidence) == ("inconclusive", "inconclusive")
+    assert "stops during start-up" in d.would_decide and d.evidence
+    d = diagnose_text("INFO 01-01 00:00:00 [core.py:1] # GPU blocks: 1381\n" + SERVING)
+    assert (d.label, d.confidence) == ("healthy", "decisive")
+    assert d.evidence[0]["role"] == "proof" and d.evidence[0]["line"] == 2
+
+
+def test_nothing_recognised_is_inconclusive_not_healthy() -> None:
+    d = diagnose_text("hello\nworld\n")
+    assert d.label == "inconclusive" and d.would_decide and not d.evidence
+
+
+def test_failure_looking_warning_blocks_healthy_and_is_shown() -> None:
+    warn = "W0101 00:00:00.000 1 rm.go:109] NVML not detected: could not find the GPU, initialisation failed\n"
+    d = diagnose_text(warn)
+    assert d.label == "unrecognized_error" and d.evidence[0]["line"] == 1
+    assert d.would_decide
+    # the same warning *before* the server answered is noted, not a failure
+    d = diagnose_text(warn + SERVING)
+    assert (d.label, d.confidence) == ("healthy", "likely")
+    assert [e["role"] for e in d.evidence] == ["proof", "noted"]
+    # and after the server answered it blocks `healthy`
+    assert diagnose_text(SERVING + warn).label == "unrecognized_error"
+
+
+def test_recognised_failure_after_startup_wins_over_the_proof() -> None:
+    log = "INFO:     Application startup complete.\nERROR:    [Errno 98] error while attempting to bind on address\n"
+    d = diagnose_text(log)
+    assert (d.label, d.confidence) == ("other_config_error", "decisive")
+    assert d.evidence[0]["role"] == "cause" and d.evidence[0]["line"] == 2
+
+
+@pytest.mark.parametrize(
+    ("before", "label"),
+    [
+        ("INFO [default_loader.py:1] Starting to load model x\n", "oom_weights"),
+        ("INFO [gpu_model_runner.py:1] Model loading took 7.6 GiB\nINFO Memory profiling takes 3 s\n", "oom_runtime"),
+        ("INFO [model_runner.py:1] Capturing CUDA graphs for decoding\n", "oom_runtime"),
+    ],
+)
+def test_oom_phase_is_the_phase_entered_before_it(before: str, label: str) -> None:
+    filler = "".join(f"INFO tick {i}\n" for i in range(60))  # beyond the refinement window
+    d = diagnose_text(before + filler + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    assert d.label == label
+    assert d.root_cause is not None and (d.root_cause.refined_by or "").endswith("(last phase before)")
+    assert d.confidence == "likely"
+
+
+def test_oom_without_any_phase_says_what_would_decide() -> None:
+    d = diagnose_text("torch.OutOfMemoryError: CUDA out of memory.\n")
+    assert d.label == "oom_runtime" and d.confidence == "likely" and "phase" in d.would_decide
+
+
+@pytest.mark.parametrize(
+    ("line", "label", "name"),
+    [
+        ("cudaSetDevice err: 35", "driver_too_old", "CUDA_ERROR_INSUFFICIENT_DRIVER"),
+        ("cuInit err: 999", "unrecognized_error", "CUDA_ERROR_UNKNOWN"),
+        ("nvml init failed: ERROR_LIBRARY_NOT_FOUND", "libcuda_missing", "NVML_ERROR_LIBRARY_NOT_FOUND"),
+        ("nvmlInit returned 18", "nvml_mismatch", "NVML_ERROR_LIB_RM_VERSION_MISMATCH"),
+        ("NCCL failure: result 2 in init", "nccl_error", "ncclSystemError"),
+    ],
+)
+def test_numeric_codes_resolve_from_the_data(line: str, label: str, name: str) -> None:
+    code = resolve(line)
+    assert code is not None and (code.label, code.name) == (label, name)
+    assert code.source.startswith("https://")
+    assert diagnose_text(line + "\n").label == label
+
+
+def test_a_bare_number_without_the_library_decides_nothing() -> None:
+    assert resolve("worker exited with error 35") is None
+    assert all(t in code_tables() for t in ("nvml", "cuda", "nccl"))
+
+
+def test_json_carries_label_confidence_evidence_and_would_decide(tmp_path: Path) -> None:
+    p = tmp_path / "a.log"
+    p.write_text("INFO Using max model len 32768\n")
+    q = tmp_path / "b.log"
+    q.write_text("ERROR x Authorization: Bearer sk-abcdefghijklmnop1234567890 failed\nRuntimeError: No CUDA GPUs\n")
+    r = subprocess.run(
+        [sys.executable, "-m", "vllm_runbooks.cli", "diagnose-log", "--format", "json", str(p), str(q)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "lib")},
+        check=False,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    a, b = json.loads(r.stdout)
+    assert (a["label"], a["confidence"]) == ("inconclusive", "inconclusive") and a["would_decide"]
+    assert b["label"] == "unrecognized_error" and b["evidence"] and b["confidence"] == "likely"
+    assert "sk-abcdefghijklmnop1234567890" not in r.stdout  # output is redacted
+
+
+@pytest.mark.parametrize("path", [OTHER, HELDOUT, DEV_CORPUS], ids=["other-projects", "heldout", "dev"])
+def test_no_failure_is_called_healthy(path: Path) -> None:
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    rep = evaluate(path)
+    assert rep["n"] >= 40 and rep["failures"] >= 30
+    assert rep["failures_called_healthy"] == [], rep["failures_called_healthy"]
+    assert rep["healthy_false_alarms"] == []
+
+
+def test_other_projects_set_is_well_formed_and_from_other_projects() -> None:
+    rows = load_corpus(OTHER)
+    assert len(rows) >= 40 and len({r["id"] for r in rows}) == len(rows)
+    assert all(r["source_url"].startswith("https://github.com/") for r in rows)
+    assert not any("github.com/vllm-project/" in r["source_url"] for r in rows)
+    assert len({r["software"] for r in rows}) >= 15
+    assert evaluate(OTHER)["accuracy"] >= 0.9
+
+
+def test_compiled_database_cache_rebuilds_a_corrupt_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The on-disk cache is keyed on the signature file, rewritten atomically, and a corrupt entry is ignored."""
+    from vllm_runbooks.logs import dbcache
+    from vllm_runbooks.logs.matcher import hyperscan_available
+    from vllm_runbooks.logs.signatures import default_signatures_bytes
+
+    monkeypatch.setenv("VLLM_RUNBOOKS_CACHE", str(tmp_path))
+    monkeypatch.setattr(dbcache, "_MEMO", {})
+    key = dbcache.cache_key(default_signatures_bytes(), "hyperscan" if hyperscan_available() else "auto")
+    path = tmp_path / "logsig" / f"{key}.pkl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a pickle")
+    first = dbcache.default_compiled()
+    assert path.read_bytes() != b"not a pickle" and not list(path.parent.glob(".tmp-*"))
+    monkeypatch.setattr(dbcache, "_MEMO", {})
+    again = dbcache.default_compiled()  # read back from disk this time
+    assert again is not first and again.patterns == first.patterns
+    assert dbcache.cache_key(default_signatures_bytes() + b"\n# edit", "hyperscan") != key
