@@ -4,8 +4,10 @@ package is not importable, and read back as a bundle."""
 from __future__ import annotations
 
 import argparse
+import bz2
 import gzip
 import json
+import lzma
 import os
 import shutil
 import subprocess
@@ -29,16 +31,22 @@ def test_single_file_probe_runs_with_stdlib_only(tmp_path: Path) -> None:
     script = probe.write_script(tmp_path / "probe_node.py")
     assert (
         "from vllm_runbooks import"
-        not in script.read_text().split("END-REDACT-INLINED")[0].split("BEGIN-REDACT-INLINED")[1]
+        not in script.read_text().split("END-SHARED-INLINED")[0].split("BEGIN-SHARED-INLINED")[1]
     )
+    text = b"INFO up\nERROR failed --api-key sk-logSecretCCCCCCCCCCCCCCCC\n"
     log = tmp_path / "serve.log.gz"
-    log.write_bytes(gzip.compress(b"INFO up\nERROR failed --api-key sk-logSecretCCCCCCCCCCCCCCCC\n"))
+    log.write_bytes(gzip.compress(text))
+    # the inlined compression module reads every stdlib format, by magic bytes not by name
+    (tmp_path / "xz.log").write_bytes(lzma.compress(text.replace(b"up", b"xz-up")))
+    (tmp_path / "b.log.bz2").write_bytes(bz2.compress(text.replace(b"up", b"bz2-up")))
+    (tmp_path / "z.log.zst").write_bytes(b"\x28\xb5\x2f\xfd" + b"\0" * 32)  # zstd: refused or said damaged
     env = {**_plain_env(), **SECRETS, "NCCL_DEBUG": "INFO", "NCCL_TOKEN": "nccltok123"}
     # the package must not be importable for this interpreter
     check = subprocess.run([PY, "-I", "-c", "import vllm_runbooks"], capture_output=True, cwd=tmp_path, env=env)
     assert check.returncode != 0
     launch = f"vllm serve m --api-key {SECRETS['OPENAI_API_KEY']} --hf-token=hf_zzzzzzzzzzzzzzzzzzzzzzzz"
-    cmd = [PY, "-I", str(script), "--out", "bundle", "--log", str(log), "--timeout", "5", "--launch-command", launch]
+    logs = [x for name in (log.name, "xz.log", "b.log.bz2", "z.log.zst") for x in ("--log", str(tmp_path / name))]
+    cmd = [PY, "-I", str(script), "--out", "bundle", *logs, "--timeout", "5", "--launch-command", launch]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     assert res.returncode == 0, res.stderr
     b = tmp_path / "bundle"
@@ -46,6 +54,11 @@ def test_single_file_probe_runs_with_stdlib_only(tmp_path: Path) -> None:
     assert meta["captures"]["uname.txt"]["status"] == "ok"
     assert meta["captures"]["image-inspect.json"]["reason"] == "no image given"
     assert (b / "logs" / "serve.log").read_text().startswith("INFO up\n")
+    stored = {Path(k).name: v for k, v in meta["logs"].items()}
+    assert (b / "logs" / "xz.log").read_text().startswith("INFO xz-up\n"), stored
+    assert (b / "logs" / "b.log.bz2").read_text().startswith("INFO bz2-up\n"), stored
+    zst = json.dumps(stored["z.log.zst"])
+    assert "zstandard package is not installed" in zst or "zstd stream ends" in zst, zst
     assert "NCCL_DEBUG=INFO" in (b / "env.txt").read_text()
     blob = b"".join(p.read_bytes() for p in b.rglob("*") if p.is_file()) + res.stdout.encode()
     for s in [*SECRETS.values(), "sk-logSecretCCCC", "hf_zzzzzzzzzzzzzzzz", "nccltok123"]:
@@ -56,7 +69,7 @@ def test_single_file_probe_runs_with_stdlib_only(tmp_path: Path) -> None:
     assert ev.get("logs", "files")[0]["first_errors"][0]["line"] == 2
 
 
-def test_plain_copy_refuses_without_redact_and_works_with_sibling(tmp_path: Path) -> None:
+def test_plain_copy_refuses_without_shared_modules_and_works_with_siblings(tmp_path: Path) -> None:
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copy(probe.__file__, alone / "probe.py")
@@ -66,6 +79,11 @@ def test_plain_copy_refuses_without_redact_and_works_with_sibling(tmp_path: Path
     assert res.returncode == 2 and "Refusing to write an unredacted bundle" in res.stderr
     assert not (alone / "b").exists()
     shutil.copy(Path(probe.__file__).parent / "redact.py", alone / "redact.py")
+    res = subprocess.run(
+        [PY, "-I", "probe.py", "--out", "b"], capture_output=True, text=True, cwd=alone, env=_plain_env(), timeout=60
+    )
+    assert res.returncode == 2 and "compression.py not found" in res.stderr
+    shutil.copy(Path(probe.__file__).parent / "compression.py", alone / "compression.py")
     res = subprocess.run(
         [PY, "-I", "probe.py", "--out", "b", "--timeout", "5"],
         capture_output=True,

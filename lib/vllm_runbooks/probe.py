@@ -6,9 +6,9 @@ Standard library only, because it must run on a broken node where nothing can be
     vllm-runbooks probe --write-script probe_node.py     # on a machine with vllm-runbooks
     scp probe_node.py node:/tmp/ && ssh node python3 /tmp/probe_node.py --out /tmp/bundle
 
-The written script inlines ``redact.py``, so redaction runs before any byte is written. A plain
-copy of this file also works when ``redact.py`` sits next to it; with neither it refuses to run
-rather than write unredacted secrets.
+The written script inlines ``redact.py`` (and ``compression.py``, the compressed-log opener), so
+redaction runs before any byte is written. A plain copy of this file also works when both sit
+next to it; without them it refuses to run rather than write unredacted secrets.
 
 The same capture table serves ``source=local`` in runbook 01 (``capture()``), so a bundle and a
 local run are read by the same parsers. File names are documented in docs/BUNDLE.md.
@@ -17,7 +17,6 @@ local run are read by the same parsers. File names are documented in docs/BUNDLE
 from __future__ import annotations
 
 import argparse
-import gzip
 import io
 import json
 import os
@@ -38,21 +37,21 @@ from typing import Any, BinaryIO
 PROBE_VERSION = 1
 
 
-# --- redaction (inlined by --write-script; see _load_redact) --------------------------------
-# BEGIN-REDACT-LOADER
-def _load_redact() -> Any:
-    """Import the one redaction module: package first, then a sibling ``redact.py``."""
-    try:
-        from vllm_runbooks import redact as mod  # type: ignore[import-not-found]
+# --- shared modules (inlined by --write-script; see _load_sibling) --------------------------
+# BEGIN-SHARED-LOADER
+def _load_sibling(name: str) -> Any:
+    """Import one shared stdlib-only module (redact, compression): package first, then a sibling file."""
+    import importlib
 
-        return mod
+    try:
+        return importlib.import_module(f"vllm_runbooks.{name}")
     except ImportError:
         pass
-    here = Path(__file__).resolve().parent / "redact.py"
+    here = Path(__file__).resolve().parent / f"{name}.py"
     if here.is_file():
         import importlib.util
 
-        spec = importlib.util.spec_from_file_location("_vllm_runbooks_redact", here)
+        spec = importlib.util.spec_from_file_location(f"_vllm_runbooks_{name}", here)
         if spec and spec.loader:
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
@@ -60,8 +59,12 @@ def _load_redact() -> Any:
     return None
 
 
-_redact = _load_redact()
-# END-REDACT-LOADER
+_redact = _load_sibling("redact")
+_compression = _load_sibling("compression")
+# END-SHARED-LOADER
+#: The package modules the probe needs, each inlined by --write-script (stdlib-only, all of them).
+SHARED_MODULES = ("redact", "compression")
+
 
 DEFAULT_TIMEOUT_S = 20.0
 COLLECT_ENV_TIMEOUT_S = 120.0  # only with --collect-env: it imports torch and vLLM
@@ -493,91 +496,21 @@ def http_get_version(endpoint: str, timeout_s: float) -> Captured:
 
 # --- logs: streamed, redacted, capped -------------------------------------------------------
 def open_log(path: str | Path) -> BinaryIO:
-    """Open a plain or compressed log (by magic bytes, not by name)."""
-    return decompressing(open(path, "rb"))  # noqa: SIM115 - the caller closes it
-
-
-def compression_of(head: bytes) -> str | None:
-    """The compression a stream starts with, by its magic bytes: gzip, bzip2, xz, zstd, or None.
-
-    The one table of compressed-log formats (names do not count: a ``.log`` may be gzip and a
-    ``.gz`` may be plain). bzip2 is matched with its block magic, so a text log that happens to
-    start with "BZh" is not taken for one. ``head`` should hold the first 16 bytes or more.
-    """
-    if head.startswith(b"\x1f\x8b"):
-        return "gzip"
-    if head.startswith(b"\xfd7zXZ\x00"):
-        return "xz"
-    if head.startswith(b"\x28\xb5\x2f\xfd"):
-        return "zstd"
-    if re.match(rb"BZh[1-9]1AY&SY", head):
-        return "bzip2"
-    return None
+    """Open a plain or compressed log (by magic bytes, not by name); the caller closes it."""
+    return decompressing(open(path, "rb"))  # noqa: SIM115 - closed by the caller, or below on refusal
 
 
 def decompressing(f: Any) -> Any:
-    """``f`` itself, or a decompressing reader (with ``readline``) when ``f`` is compressed.
+    """``f``, or a decompressing reader over it: the shared opener (compression.py), closing ``f`` if refused.
 
-    gzip, bzip2 and xz come from the standard library. zstd needs the ``zstandard`` package: where
-    it is missing (the single-file probe on a bare node) such a log is refused (OSError) rather
-    than stored as compressed bytes that look like a log; where present, a damaged or cut zstd
-    stream raises EOFError when it ends short, so the caller records "log ends early".
+    A zstd log where ``zstandard`` is missing raises OSError; a cut zstd stream raises EOFError
+    when it ends short, so :func:`store_log` records "log ends early".
     """
-    head = f.peek(18)[:18] if hasattr(f, "peek") else b""
-    if not head and f.seekable():
-        head = f.read(18)
-        f.seek(0)
-    kind = compression_of(head)
-    if kind == "gzip":
-        return gzip.GzipFile(fileobj=f)
-    if kind == "bzip2":
-        import bz2
-
-        return bz2.BZ2File(f)
-    if kind == "xz":
-        import lzma
-
-        return lzma.LZMAFile(f)
-    if kind == "zstd":
-        try:
-            import zstandard  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
-            f.close()
-            raise OSError(
-                "zstd-compressed log: the zstandard package is not installed here (decompress it with zstd -d first)"
-            ) from None
-        try:
-            expected = zstandard.frame_content_size(head)  # -1 when the frame does not say
-        except zstandard.ZstdError:
-            expected = -1
-        reader = zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True)
-        return io.BufferedReader(_CheckedEnd(reader, expected, zstandard.ZstdError))
-    return f
-
-
-class _CheckedEnd(io.RawIOBase):
-    """A zstd reader that says when its stream ends short (zstandard reads a cut frame as a clean end)."""
-
-    def __init__(self, inner: Any, expected: int, error: type[Exception]) -> None:
-        super().__init__()
-        self.inner, self.expected, self.seen, self.error = inner, expected, 0, error
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buf: Any) -> int:
-        try:
-            n = self.inner.readinto(buf)
-        except self.error as e:
-            raise OSError(f"zstd stream damaged after {self.seen} bytes: {e}") from None
-        self.seen += n
-        if n == 0 and (self.seen == 0 or (self.expected >= 0 and self.seen < self.expected)):
-            raise EOFError(f"zstd stream ends after {self.seen} bytes (damaged or cut short)")
-        return n
-
-    def close(self) -> None:
-        self.inner.close()
-        super().close()
+    try:
+        return _compression.decompressing(f)
+    except BaseException:
+        f.close()
+        raise
 
 
 #: Longest piece of one line read into memory; the rest of a longer line is skipped (counted).
@@ -887,11 +820,11 @@ def options_from_args(args: argparse.Namespace) -> Options:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Shared by ``python3 probe.py`` and ``vllm-runbooks probe``."""
-    if _redact is None:
+    if _redact is None or _compression is None:
         print(
-            "probe.py: redaction module not found. Use the self-contained script from "
-            "`vllm-runbooks probe --write-script probe_node.py`, or copy redact.py next to "
-            "probe.py. Refusing to write an unredacted bundle.",
+            "probe.py: redact.py or compression.py not found. Use the self-contained script from "
+            "`vllm-runbooks probe --write-script probe_node.py`, or copy redact.py and compression.py "
+            "next to probe.py. Refusing to write an unredacted bundle.",
             file=sys.stderr,
         )
         return 2
@@ -908,23 +841,31 @@ def run_cli(args: argparse.Namespace) -> int:
 
 
 def write_script(path: str | Path) -> Path:
-    """Write a single-file, stdlib-only probe with redact.py inlined (no imports of the package)."""
+    """Write a single-file, stdlib-only probe with redact.py and compression.py inlined (no package imports)."""
     src = Path(__file__).read_text(encoding="utf-8")
-    red_src = (Path(__file__).resolve().parent / "redact.py").read_text(encoding="utf-8")
-    start = src.index("# BEGIN-REDACT-LOADER")
-    end = src.index("# END-REDACT-LOADER") + len("# END-REDACT-LOADER")
-    inline = (
-        "# BEGIN-REDACT-INLINED (from vllm_runbooks/redact.py; do not edit here)\n"
-        "import types as _types\n\n"
-        f"_REDACT_SOURCE = {red_src!r}\n"
-        "_redact = _types.ModuleType('_vllm_runbooks_redact')\n"
-        "exec(compile(_REDACT_SOURCE, 'redact.py', 'exec'), _redact.__dict__)\n"
-        "# END-REDACT-INLINED"
-    )
+    here = Path(__file__).resolve().parent
+    start = src.index("# BEGIN-SHARED-LOADER")
+    end = src.index("# END-SHARED-LOADER") + len("# END-SHARED-LOADER")
+    parts = [
+        "# BEGIN-SHARED-INLINED (from vllm_runbooks/redact.py and compression.py; do not edit here)",
+        "import types as _types",
+        "",
+        "",
+        "def _inlined(name, source):",
+        "    mod = _types.ModuleType('_vllm_runbooks_' + name)",
+        "    exec(compile(source, name + '.py', 'exec'), mod.__dict__)",
+        "    return mod",
+        "",
+        "",
+    ]
+    for name in SHARED_MODULES:
+        source = (here / f"{name}.py").read_text(encoding="utf-8")
+        parts.append(f"_{name} = _inlined({name!r}, {source!r})")
+    parts.append("# END-SHARED-INLINED")
     out = Path(path)
     try:  # never over an existing file: "x" fails when the name is taken
         with open(out, "x", encoding="utf-8") as handle:
-            handle.write(src[:start] + inline + src[end:])
+            handle.write(src[:start] + "\n".join(parts) + src[end:])
     except FileExistsError:
         raise FileExistsError(f"{out} exists; the probe script is never written over a file") from None
     out.chmod(0o755)

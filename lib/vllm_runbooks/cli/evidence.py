@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "With --write-script, write a self-contained stdlib-only probe to copy onto a node where "
         "nothing can be installed.",
     )
-    p.add_argument("--write-script", metavar="PATH", help="write the single-file probe (redact.py inlined) and exit")
+    p.add_argument("--write-script", metavar="PATH", help="write the single-file stdlib-only probe and exit")
     probe.build_parser(p)
     for action in p._actions:  # --out is not needed with --write-script
         if action.dest == "out":

@@ -11,18 +11,15 @@ none, and a block that is mostly NUL bytes with no line break stops the read as 
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import io
-import lzma
 import os
-import re
 import stat
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+from ..compression import HEAD_BYTES, CompressionUnavailable, compression_of, decompressing
 
 #: Bytes read from the source per block.
 CHUNK_BYTES = 8 << 20
@@ -31,13 +28,6 @@ MAX_LINE_BYTES = 4 << 20
 #: Byte cap used when the caller gives none and the size is not known in advance (stdin, pipes,
 #: devices, compressed members): bounds time and guards against decompression bombs.
 DEFAULT_STREAM_MAX_BYTES = 4 << 30
-
-_MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"\x1f\x8b", "gzip"),
-    (b"\xfd7zXZ\x00", "xz"),
-    (b"\x28\xb5\x2f\xfd", "zstd"),
-)
-_BZ2 = re.compile(rb"BZh[1-9]1AY&SY")
 
 
 def _looks_binary(head: bytes) -> bool:
@@ -101,18 +91,6 @@ def _open_raw(source: Any, stats: ReadStats) -> tuple[IO[bytes], bool]:
     return raw, regular
 
 
-def _decompressor(raw: IO[bytes], kind: str) -> IO[bytes]:
-    if kind == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="rb")
-    if kind == "xz":
-        return lzma.LZMAFile(raw)  # type: ignore[return-value]
-    if kind == "bzip2":
-        return bz2.BZ2File(raw)  # type: ignore[return-value]
-    import zstandard  # lazy: only zstd logs pay for the import
-
-    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)  # type: ignore[return-value]
-
-
 class LogReader:
     """An opened, capped log source; iterate :meth:`blocks` (or :func:`iter_lines`) once.
 
@@ -125,28 +103,17 @@ class LogReader:
         raw, sized = _open_raw(source, self.stats)
         self._owns = not hasattr(source, "read")
         try:
-            head = raw.peek(16)[:16]  # type: ignore[attr-defined]
+            kind = compression_of(raw.peek(HEAD_BYTES)[:HEAD_BYTES])  # type: ignore[attr-defined]
         except (OSError, ValueError) as exc:
             self._close(raw)
             raise LogUnreadable(f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-        kind = next((k for magic, k in _MAGIC if head.startswith(magic)), None)
-        if kind is None and _BZ2.match(head):
-            kind = "bzip2"
         self.stats.compression = kind
         self._raw = raw
-        self._expected = -1
-        if kind == "zstd":
-            try:
-                import zstandard
-
-                self._expected = zstandard.frame_content_size(raw.peek(18)[:18])  # type: ignore[attr-defined]
-            except Exception:  # noqa: BLE001 - unknown size: no end check
-                self._expected = -1
         try:
-            self._stream = _decompressor(raw, kind) if kind else raw
-        except ImportError:
+            self._stream = decompressing(raw) if kind else raw
+        except CompressionUnavailable as exc:
             self._close(raw)
-            raise LogUnreadable("zstd-compressed log and the zstandard package is not installed") from None
+            raise LogUnreadable(str(exc)) from None
         if max_bytes is None and (kind is not None or not sized):
             max_bytes = DEFAULT_STREAM_MAX_BYTES
         self.stats.cap = max_bytes
@@ -202,9 +169,7 @@ class LogReader:
         while got < want:
             try:
                 piece = read1(want - got)
-            except (EOFError, OSError, zlib.error, lzma.LZMAError, ValueError) as exc:
-                return b"".join(parts), exc
-            except Exception as exc:  # noqa: BLE001 - zstandard raises its own ZstdError
+            except Exception as exc:  # noqa: BLE001 - EOFError, OSError, zlib/lzma errors, a cut zstd frame
                 return b"".join(parts), exc
             if not piece:
                 break
@@ -241,12 +206,6 @@ class LogReader:
                     f"{st.compression or 'file'} stream unreadable after {st.bytes_read + len(data):,} bytes: {err}"
                 )
             if not data:
-                if 0 <= st.bytes_read < self._expected and err is None:
-                    # a cut zstd frame reads as a clean end: its header said how much to expect
-                    st.unread.append(
-                        f"zstd stream unreadable after {st.bytes_read:,} bytes: ended before the end of its frame "
-                        f"({self._expected:,} bytes)"
-                    )
                 break
             first_block = st.bytes_read == 0
             st.bytes_read += len(data)
