@@ -199,6 +199,21 @@ def test_server_log_startup_and_load_lines() -> None:
     assert parse_server_log(DATA / "nope.log")["error"].startswith("cannot read server log")
 
 
+def test_gzip_server_log_reads_like_the_plain_one_and_a_cut_one_says_so(tmp_path: Path) -> None:
+    import gzip
+
+    plain = parse_server_log(DATA / "vllm-0.32-cpu-startup.log")
+    gz = tmp_path / "server.log.gz"
+    data = gzip.compress((DATA / "vllm-0.32-cpu-startup.log").read_bytes())
+    gz.write_bytes(data)
+    got = parse_server_log(gz)
+    assert {k: v for k, v in got.items() if k != "path"} == {k: v for k, v in plain.items() if k != "path"}
+    assert got["startup_s"] == 32.0 and got["error"] is None
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    assert "partly unreadable" in parse_server_log(cut)["error"]
+
+
 # -- GPU step from runbook 01 evidence -------------------------------------------------------
 def _evidence(tmp_path: Path, gpus: list[dict], probe: dict | None) -> Path:
     items = {

@@ -60,6 +60,17 @@ def test_truncated_zstd_keeps_what_was_read(tmp_path: Path) -> None:
     assert any("unreadable after" in u for u in d.unread)
 
 
+def test_zstd_cut_inside_its_frame_is_said_once() -> None:
+    """The shared zstd end check (compression.py): a frame that ends short is one unread note, not two."""
+    data = zstandard.ZstdCompressor().compress(LOG * 50)  # the frame header records the content size
+    with open_log(data[:-6]) as r:
+        list(r.blocks())
+        assert r.stats.compression == "zstd"
+        assert len(r.stats.unread) == 1 and "zstd stream ends after" in r.stats.unread[0], r.stats.unread
+    with open_log(b"\x28\xb5\x2f\xfd" + b"\0" * 32) as r:
+        assert list(r.blocks()) == [] and "zstd stream" in r.stats.unread[0]
+
+
 def test_long_lines_are_cut_and_line_numbers_stay_right() -> None:
     body = b"y" * (3 << 20) + b"\n" + b"ok\n" + b"RuntimeError: No CUDA GPUs are available\n"
     lines = list(iter_lines(io.BytesIO(body), max_line_bytes=1 << 20))

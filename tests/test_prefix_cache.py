@@ -123,6 +123,24 @@ def test_launch_and_log_from_runbook01_evidence(tmp_path: Path) -> None:
     assert load_launch_and_log(evidence_dir=str(tmp_path / "nope")).notes
 
 
+def test_gzip_server_log_is_read_and_bounded(tmp_path: Path) -> None:
+    """A compressed launch log reads like a plain one; a bomb is capped and said, a missing one noted."""
+    import gzip
+
+    import vllm_runbooks.prefix_cache.sources as sources
+
+    gz = tmp_path / "server.log.gz"
+    gz.write_bytes(gzip.compress(REAL_LOG.encode()))
+    got = load_launch_and_log(log_path=str(gz))
+    assert got.log_text == REAL_LOG.rstrip("\n") and not got.notes
+    assert from_log(got.log_text)[1].state == "on"
+    bomb = tmp_path / "bomb.log"
+    bomb.write_bytes(gzip.compress(b"INFO filler line\n" * 400_000))  # 6.8 MB decompressed, > the 4 MiB cap
+    text, note = sources._read_log(bomb)
+    assert text is not None and len(text) <= sources.MAX_LOG_BYTES and "first 4,194,304 bytes" in note
+    assert load_launch_and_log(log_path=str(tmp_path / "nope.log")).notes[0].startswith("log not readable")
+
+
 # -- can it hit? ---------------------------------------------------------------------------------
 def test_granularity_from_recorded_cpu_server() -> None:
     g = hit_granularity(parse_metrics(METRICS.read_text()).cache_config())

@@ -42,38 +42,43 @@ def parse_server_log(path: str | Path, max_lines: int = 20) -> dict[str, Any]:
         "engine_init_s": None,
         "error": None,
     }
-    try:
-        with open(path, "rb") as fh:
-            text = fh.read(MAX_BYTES).decode("utf-8", errors="replace")
-    except OSError as exc:
-        out["error"] = f"cannot read server log: {exc}"
-        return out
+    from ..logs.reader import LogUnreadable, open_log  # lazy: only a canary with a server log pays for it
+
     year = _dt.datetime.now().year
     first: _dt.datetime | None = None
     last: _dt.datetime | None = None
     ready_at: _dt.datetime | None = None
-    for line in text.splitlines():
-        m = STAMP.search(line)
-        if m:
-            try:
-                last = _stamp(m, year)
-            except ValueError:
-                last = None
-            if first is None:
-                first = last
-        if LOAD_LINE.search(line) and len(out["load_lines"]) < max_lines:
-            out["load_lines"].append(line.strip()[:300])
-        if "Loading weights took" in line or "Model loading took" in line:
-            t = TOOK.search(line)
-            if t and out["weights_load_s"] is None:
-                out["weights_load_s"] = float(t.group(1))
-        if re.search(r"init engine .* took", line):
-            t = TOOK.search(line)
-            if t:
-                out["engine_init_s"] = float(t.group(1))
-        if READY.search(line) and ready_at is None:
-            out["ready"] = True
-            ready_at = last
+    try:
+        reader = open_log(path, max_bytes=MAX_BYTES)
+    except LogUnreadable as exc:
+        out["error"] = f"cannot read server log: {exc}"
+        return out
+    with reader:
+        for _, raw in reader.lines():
+            line = raw.decode("utf-8", errors="replace")
+            m = STAMP.search(line)
+            if m:
+                try:
+                    last = _stamp(m, year)
+                except ValueError:
+                    last = None
+                if first is None:
+                    first = last
+            if LOAD_LINE.search(line) and len(out["load_lines"]) < max_lines:
+                out["load_lines"].append(line.strip()[:300])
+            if "Loading weights took" in line or "Model loading took" in line:
+                t = TOOK.search(line)
+                if t and out["weights_load_s"] is None:
+                    out["weights_load_s"] = float(t.group(1))
+            if re.search(r"init engine .* took", line):
+                t = TOOK.search(line)
+                if t:
+                    out["engine_init_s"] = float(t.group(1))
+            if READY.search(line) and ready_at is None:
+                out["ready"] = True
+                ready_at = last
+        if reader.stats.unread:  # a damaged or binary log: what was read is kept, and said
+            out["error"] = "server log partly unreadable: " + "; ".join(reader.stats.unread)
     if first and ready_at:
         out["startup_s"] = float((ready_at - first).total_seconds())
     return out

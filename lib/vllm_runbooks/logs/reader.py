@@ -253,6 +253,30 @@ class LogReader:
         if carry:
             yield carry, 0, len(carry), line_no, False
 
+    def lines(self) -> Iterator[tuple[int, bytes]]:
+        """Yield ``(line_no, line_bytes)`` without newlines, each at most ``max_line_bytes`` long.
+
+        The rest of a cut line is skipped; ``stats`` says what was cut, capped or damaged.
+        """
+        cap = self.max_line_bytes
+        skipping = False
+        for buf, start, end, first, continues in self.blocks():
+            if continues:
+                if not skipping:
+                    yield first, bytes(buf[start : start + cap])
+                skipping = True
+                continue
+            data = buf[start:end]
+            lines = data.split(b"\n")
+            if data.endswith(b"\n"):
+                lines.pop()
+            for k, line in enumerate(lines):
+                if skipping and k == 0:
+                    skipping = False
+                    continue
+                yield first + k, line[:cap].rstrip(b"\r")
+            skipping = False
+
 
 def open_log(source: Any, *, max_bytes: int | None = None, max_line_bytes: int = MAX_LINE_BYTES) -> LogReader:
     """Open a log (path, bytes, log text, or binary stream such as ``sys.stdin.buffer``) for reading.
@@ -269,23 +293,7 @@ def iter_lines(
     """Yield ``(line_no, line_bytes)`` without newlines, each line at most ``max_line_bytes`` long.
 
     For collectors that need the lines themselves (evidence capture); the rest of a cut line is
-    skipped. Stats are not returned: use :func:`open_log` when you need them.
+    skipped. Stats are not returned: use :func:`open_log` and :meth:`LogReader.lines` for them.
     """
     with open_log(source, max_bytes=max_bytes, max_line_bytes=max_line_bytes) as reader:
-        skipping = False
-        for buf, start, end, first, continues in reader.blocks():
-            if continues:
-                if not skipping:
-                    yield first, buf[start : start + max_line_bytes]
-                skipping = True
-                continue
-            data = buf[start:end]
-            lines = data.split(b"\n")
-            if data.endswith(b"\n"):
-                lines.pop()
-            for k, line in enumerate(lines):
-                if skipping and k == 0:
-                    skipping = False
-                    continue
-                yield first + k, line[:max_line_bytes].rstrip(b"\r")
-            skipping = False
+        yield from reader.lines()

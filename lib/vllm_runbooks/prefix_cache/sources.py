@@ -274,12 +274,24 @@ def load_launch_and_log(
 
 
 def _read_log(path: Path) -> tuple[str | None, str]:
+    """A launch log's text (plain or compressed) up to MAX_LOG_BYTES, and a note when cut or unreadable.
+
+    Read through the one bounded log reader, so a gzip'd server log reads like a plain one and a
+    decompression bomb or a binary file cannot blow the memory bound.
+    """
+    from ..logs.reader import LogUnreadable, open_log  # lazy: only a run with a log pays for it
+
     try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_LOG_BYTES)
-    except OSError as exc:
-        return None, f"log not readable: {exc}"
-    return data.decode("utf-8", errors="replace"), ""
+        with open_log(path, max_bytes=MAX_LOG_BYTES) as reader:
+            lines = [line for _, line in reader.lines()]
+            stats = reader.stats
+    except LogUnreadable as exc:
+        return None, f"log not readable: {path}: {exc}"
+    if stats.binary_stop:
+        return None, f"log not readable: {path}: {stats.unread[-1]}"
+    notes = [f"log {path} read up to its first {MAX_LOG_BYTES:,} bytes"] if stats.truncated else []
+    notes += [f"log {path}: {u}" for u in stats.unread]
+    return b"\n".join(lines).decode("utf-8", errors="replace"), "; ".join(notes)
 
 
 def enablement_summary(en: Enablement) -> str:
