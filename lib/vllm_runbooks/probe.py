@@ -674,9 +674,13 @@ def store_log(
 
 
 def safe_log_name(name: str) -> str:
-    """A flat, harmless file name for a stored log (no dirs, no dot-files, no .gz)."""
+    """A flat, harmless file name for a stored log (no dirs, no dot-files, no compression suffix).
+
+    Stored logs are decompressed, so a kept ``.gz`` / ``.bz2`` / ``.xz`` / ``.zst`` suffix would
+    tell the reader of the bundle something false about the file.
+    """
     base = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).name).lstrip(".") or "log"
-    return re.sub(r"\.gz$", "", base)
+    return re.sub(r"\.(gz|bz2|xz|zst|zstd)$", "", base) or "log"
 
 
 # --- bundle writer --------------------------------------------------------------------------
