@@ -5,6 +5,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 BASE_STAMP := $(VENV)/.stamp-base
 TARGET_STAMP := $(VENV)/.stamp-target
+FLEET_STAMP := $(VENV)/.stamp-fleet
 PYTEST_ARGS ?=
 
 .PHONY: demo test lab lint install target clean-runs
@@ -19,6 +20,11 @@ $(TARGET_STAMP): $(BASE_STAMP) scripts/install_target.sh
 	bash scripts/install_target.sh $(VENV)
 	touch $@
 
+# Ray for runbook 07's survey on a cluster (the optional extra; the tests start a local cluster).
+$(FLEET_STAMP): $(BASE_STAMP)
+	$(PY) -m pip install --quiet -e '.[fleet]'
+	touch $@
+
 install: $(BASE_STAMP)
 
 target: $(TARGET_STAMP)
@@ -27,7 +33,7 @@ lint: $(BASE_STAMP)
 	$(VENV)/bin/ruff check lib tests scripts benchmarks runbooks notebooks
 	$(VENV)/bin/ruff format --check lib tests scripts benchmarks
 
-test: $(TARGET_STAMP)
+test: $(TARGET_STAMP) $(FLEET_STAMP)
 	$(VENV)/bin/ruff check lib tests scripts benchmarks runbooks notebooks
 	$(VENV)/bin/ruff format --check lib tests scripts benchmarks
 	$(PY) -m pytest -q -ra $(PYTEST_ARGS)

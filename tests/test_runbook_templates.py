@@ -41,6 +41,7 @@ def test_the_four_runbooks_are_there() -> None:
         "compatibility_decision",
         "canary_validation",
         "prefix_cache_check",
+        "fleet_survey",
     ]
 
 
@@ -93,12 +94,12 @@ def test_the_skeleton_is_not_a_runbook() -> None:
 
 @pytest.mark.slow
 def test_run_json_holds_every_typed_headline_and_each_result_reads_back(tmp_path: Path) -> None:
-    """All four templates, defaults, one run directory: run.json holds four typed headlines, and
+    """Every template, defaults, one run directory: run.json holds every typed headline, and
     ``runs.load_result`` rebuilds each runbook's result from what it saved (nothing listens on the
     default endpoint, so 03 and 04 conclude incomplete / inconclusive, still typed)."""
     names = [name for name, _ in TEMPLATES]
     results = run_suite(names, {"compatibility_decision": {"today": "2026-11-29"}}, tmp_path / "run")
-    assert [r.status for r in results] == ["ok"] * 4, [r.error for r in results]
+    assert [r.status for r in results] == ["ok"] * len(names), [r.error for r in results]
     recorded = {e["name"]: e["headline"] for e in load_run(tmp_path / "run")["runbooks"]}
     for name in names:
         head = Headline.coerce(recorded[name])

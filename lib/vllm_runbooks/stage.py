@@ -62,6 +62,7 @@ RESULT_MODULES: dict[str, str] = {
     "compatibility_decision": "vllm_runbooks.compat.stage",
     "canary_validation": "vllm_runbooks.canary.model",
     "prefix_cache_check": "vllm_runbooks.prefix_cache.result",
+    "fleet_survey": "vllm_runbooks.fleet.result",
 }
 
 #: schema name → result class; runbook name → result class. Filled by :func:`register_result`.

@@ -1,0 +1,238 @@
+"""One node's bundle → evidence → runbook 02's decision for the target image → a fleet row.
+
+The facts are read by the evidence package (``collect_evidence`` with the bundle as source) into
+``<run_dir>/fleet/<node>/evidence/``, and the verdict is runbook 02's decision (``compat.stage``), with
+the node's host facts and the *target* image's facts: the image a node runs today says nothing
+about the one being rolled out, so its CUDA, ``NVIDIA_REQUIRE_CUDA``, compat libraries and launch
+are replaced by the target's, and its logs (about today's image) are not cross-checked.
+
+Many nodes share a configuration, so decisions are cached by their inputs: a fleet of a thousand
+nodes with a dozen configurations makes a dozen decisions. Bundles are read in worker processes
+when there are many (``workers``); each worker keeps its own cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import io
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .model import (
+    ACTION_NO_GPU,
+    ACTION_NOT_ELIGIBLE,
+    ACTION_READY,
+    ACTION_UNKNOWN,
+    ACTION_UPGRADE,
+    WHY_BAD_BUNDLE,
+    FleetTarget,
+    NodeRow,
+    unanswered,
+)
+
+#: Collectors the fleet table needs (host name, GPUs and driver, toolkit, what runs and its vLLM).
+FLEET_COLLECTORS = ("host", "nvidia", "container_runtime", "image", "container", "logs", "vllm")
+#: GPU memory in use (MiB) above which a node counts as busy even without a running container.
+BUSY_GPU_MIB = 1024
+#: Below this many nodes the bundles are read in this process (a pool costs more than it saves).
+POOL_THRESHOLD = 16
+
+_CACHE: dict[str, dict[str, Any]] = {}
+_CACHE_MAX = 4096
+
+
+@dataclass(frozen=True)
+class Job:
+    """One node to assess: picklable, so it can cross to a worker process."""
+
+    node: str
+    bundle: str
+    node_dir: str
+    target: FleetTarget
+    source: str = "bundle"
+    today: str | None = None
+
+
+def action_for(verdict: str, gpu_count: int, driver_version: str | None) -> str:
+    """The fleet's action for a node from runbook 02's verdict and whether a GPU was found at all."""
+    from ..compat import OK_VERDICTS
+
+    if verdict in OK_VERDICTS:
+        return ACTION_READY
+    if verdict == "driver_too_old":
+        return ACTION_UPGRADE
+    if verdict == "arch_unsupported":
+        return ACTION_NOT_ELIGIBLE
+    if gpu_count == 0 and not driver_version:
+        return ACTION_NO_GPU
+    return ACTION_UNKNOWN
+
+
+def _decide(node_dir: Path, target: FleetTarget, today: _dt.date | None) -> dict[str, Any]:
+    """Runbook 02's decision for the target image on this node's host facts (cached by its inputs)."""
+    from ..compat import stage as compat_stage
+
+    gathered = compat_stage.gather(
+        compat_stage.Config(
+            evidence_dir=str(node_dir),
+            image_cuda=target.image_cuda,
+            nvidia_require_cuda=target.nvidia_require_cuda,
+            compat_libs=bool(target.compat_libs),
+            profile=target.profile,
+        )
+    )
+    if gathered.evidence_path is None:  # the node's own evidence could not be read back
+        raise ValueError(gathered.evidence_note)
+    inputs = gathered.inputs
+    # The target image, not the node's current one: drop what the current image and launch carried.
+    inputs.compat_libs = bool(target.compat_libs)
+    inputs.image_compat_package = None
+    inputs.nvidia_disable_require = None
+    inputs.image_ref = target.image_ref
+    inputs.launch_argv, inputs.launch_env = [], {}
+    if not target.nvidia_require_cuda:
+        inputs.nvidia_require_cuda = None
+    for name in ("compat_libs", "image_compat_package", "nvidia_disable_require", "image_ref", "launch_argv"):
+        inputs.sources[name] = "fleet target image"
+    gathered.log_paths = []  # today's logs are about today's image
+    key = json.dumps(
+        [
+            {k: v for k, v in inputs.to_dict().items() if k not in ("sources", "derived")},
+            str(today),
+        ],
+        sort_keys=True,
+        default=str,
+    )
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    result = compat_stage.decide_gathered(gathered, today=today)
+    d = result.report.decision
+    out = {
+        "verdict": d.verdict,
+        "summary": d.summary,
+        "missing": list(d.missing),
+        "remediation": result.report.remediation.path,
+    }
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.clear()
+    _CACHE[key] = out
+    return out
+
+
+def _facts(ev: Any) -> dict[str, Any]:
+    """The table's facts from the node's evidence record (values the collectors established)."""
+    gpus = ev.get("nvidia", "gpus") or []
+    g0 = gpus[0] if gpus else {}
+    container = ev.get("container") or {}
+    state = container.get("state")
+    running = None if not container else state == "running"
+    used = [g.get("memory_used_mib") for g in gpus if isinstance(g.get("memory_used_mib"), int | float)]
+    if running or any(u > BUSY_GPU_MIB for u in used):
+        idle: bool | None = False
+    elif gpus and len(used) == len(gpus) and running is not True:
+        idle = True
+    else:
+        idle = None
+    return {
+        "hostname": ev.get("host", "hostname"),
+        "driver_version": ev.get("nvidia", "driver_version"),
+        "driver_branch": ev.get("nvidia", "driver_branch"),
+        "driver_cuda": ev.get("nvidia", "cuda_driver_version"),
+        "gpu_name": g0.get("name"),
+        "gpu_count": len(gpus),
+        "compute_capability": g0.get("compute_capability"),
+        "toolkit": ev.get("container_runtime", "nvidia_ctk_version")
+        or ev.get("container_runtime", "nvidia_container_cli_version"),
+        "vllm_image": (container.get("image") if running else None) or None,
+        "vllm_version": ev.get("vllm", "version") if running else None,
+        "running": running,
+        "idle": idle,
+    }
+
+
+def _no_gpu_why(ev: Any) -> str:
+    """The probe's own words for the missing GPU facts ('nvidia-smi not found on PATH'), once each."""
+    item = ev.items.get("nvidia")
+    text = (item.reason if item else None) or "no GPU facts in the bundle"
+    said = list(dict.fromkeys(re.findall(r"\(probe: ([^)]*)\)", text)))
+    return "; ".join(said) if said else text[:200]
+
+
+def assess(job: Job) -> NodeRow:
+    """Read one node's bundle into evidence and decide for the target image. Never raises."""
+    from ..evidence.writer import collect_evidence
+
+    node_dir = Path(job.node_dir)
+    today = _dt.date.fromisoformat(job.today) if job.today else None
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # collectors' progress lines: one node, one row
+            ev = collect_evidence(source=job.bundle, run_dir=node_dir, only=list(FLEET_COLLECTORS))
+        if "source" in ev.items and ev.items["source"].status == "unavailable":
+            return unanswered(job.node, WHY_BAD_BUNDLE, ev.items["source"].reason or "unreadable", job.source)
+        facts = _facts(ev)
+        decided = _decide(node_dir, job.target, today)
+    except Exception as exc:  # one bad bundle is one unanswered row, never a stopped survey
+        from ..redact import redact_text
+
+        return unanswered(job.node, WHY_BAD_BUNDLE, redact_text(f"{type(exc).__name__}: {exc}")[:300], job.source)
+    action = action_for(decided["verdict"], facts["gpu_count"], facts["driver_version"])
+    reason = decided["summary"]
+    if action == ACTION_NO_GPU:
+        reason = "no NVIDIA GPU or driver found: " + _no_gpu_why(ev)
+    return NodeRow(
+        node=job.node,
+        source=job.source,
+        verdict=decided["verdict"],
+        action=action,
+        reason=reason,
+        remediation=decided["remediation"],
+        missing=decided["missing"],
+        evidence_dir=str(node_dir / "evidence"),
+        bundle=str(job.bundle),
+        **facts,
+    )
+
+
+def _quiet_worker() -> None:
+    """Worker processes print nothing: the survey reports one line per node itself."""
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the worker
+
+
+def assess_all(
+    jobs: Iterable[Job],
+    workers: int = 0,
+    progress: Callable[[NodeRow], None] | None = None,
+) -> list[NodeRow]:
+    """Assess every job, in a pool of ``workers`` processes when there are many (0: one per CPU, ≤ 8).
+
+    Rows come back in the jobs' order. The pool uses ``spawn``: a driver that holds Ray's threads
+    must not fork.
+    """
+    jobs = list(jobs)
+    n = workers or min(8, os.cpu_count() or 1)
+    if len(jobs) < POOL_THRESHOLD or n <= 1:
+        rows = []
+        for job in jobs:
+            rows.append(assess(job))
+            if progress:
+                progress(rows[-1])
+        return rows
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_quiet_worker) as pool:
+        rows = []
+        for row in pool.map(assess, jobs, chunksize=max(1, len(jobs) // (n * 8))):
+            rows.append(row)
+            if progress:
+                progress(row)
+    return rows

@@ -1,0 +1,227 @@
+"""Runbook 07's result: the fleet table, counts per verdict and per driver branch, and the plan.
+
+Displays itself (table, plot, lists, plan), has the typed headline the runner copies into run.json
+(nodes surveyed, answered, per-verdict counts, canary candidate), and saves to
+``<run_dir>/fleet/result.json``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..records import Record
+from ..stage import Headline, ResultMixin, register_result
+from .model import (
+    ACTION_NO_GPU,
+    ACTION_READY,
+    ACTION_UNANSWERED,
+    ACTION_UPGRADE,
+    ACTIONS,
+    TABLE_COLUMNS,
+    FleetTarget,
+    NodeRow,
+)
+from .plan import RolloutPlan
+
+VERDICTS = ("ready", "upgrade_needed", "incomplete", "empty")
+#: Rows shown in the notebook's table; the whole table is in fleet/result.json and fleet/nodes.csv.
+SHOWN_ROWS = 500
+ACTION_COLOURS = {
+    ACTION_READY: "#1b7f3b",
+    ACTION_UPGRADE: "#b26a00",
+    "not_eligible": "#b00020",
+    ACTION_NO_GPU: "#7a7a7a",
+    "unknown": "#555555",
+    ACTION_UNANSWERED: "#2f2f8f",
+}
+
+
+@register_result
+@dataclass
+class FleetResult(ResultMixin, Record):
+    """The survey of every node for one target image, and the staged rollout plan."""
+
+    SCHEMA: ClassVar[str] = "fleet_survey"
+    SCHEMA_VERSION: ClassVar[int] = 1
+    RUNBOOK: ClassVar[str] = "fleet_survey"
+    VERDICTS: ClassVar[tuple[str, ...]] = VERDICTS
+    ARTEFACT: ClassVar[str] = "fleet/result.json"
+
+    mode: str = "bundles"  # ray | bundles
+    target: FleetTarget = field(default_factory=FleetTarget)
+    nodes: list[NodeRow] = field(default_factory=list)
+    plan: RolloutPlan | None = None
+    surveyed_at: str = ""
+    duration_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FleetResult:
+        """Rebuild target, rows and plan typed, so a later stage reads records, not dicts."""
+        base = super().from_dict({k: v for k, v in data.items() if k not in ("target", "nodes", "plan")})
+        base.target = FleetTarget.from_dict(data.get("target") or {})
+        base.nodes = [NodeRow.from_dict(n) for n in data.get("nodes") or []]
+        base.plan = RolloutPlan.from_dict(data["plan"]) if data.get("plan") else None
+        return base
+
+    # -- what the fleet says --------------------------------------------------------------------
+    def by_action(self, action: str) -> list[NodeRow]:
+        """The nodes the fleet does one thing with (ready, upgrade_driver, unanswered, …)."""
+        return [n for n in self.nodes if n.action == action]
+
+    @property
+    def answered(self) -> list[NodeRow]:
+        """Nodes that gave a bundle."""
+        return [n for n in self.nodes if n.answered]
+
+    @property
+    def unanswered(self) -> list[NodeRow]:
+        """Nodes that gave none, each with why: survey them again before their wave."""
+        return self.by_action(ACTION_UNANSWERED)
+
+    def verdict_counts(self) -> dict[str, int]:
+        """Nodes per compatibility verdict (unanswered nodes under ``unanswered``), largest first."""
+        return dict(Counter(n.verdict for n in self.nodes).most_common())
+
+    def action_counts(self) -> dict[str, int]:
+        """Nodes per action, in the fixed order of ``ACTIONS`` (empty actions left out)."""
+        c = Counter(n.action for n in self.nodes)
+        return {a: c[a] for a in ACTIONS if c[a]}
+
+    def branch_counts(self) -> dict[str, dict[str, int]]:
+        """Driver branch → action → nodes (answered nodes; ``none`` for nodes without a driver)."""
+        out: dict[str, Counter] = {}
+        for n in self.answered:
+            out.setdefault(n.driver_branch or "none", Counter())[n.action] += 1
+        return {b: dict(out[b]) for b in sorted(out)}
+
+    def verdict(self) -> str:
+        """empty: no node; upgrade_needed: a node needs a newer driver; ready: every node answered
+        and none is unknown; incomplete: nodes did not answer or lack facts."""
+        if not self.nodes:
+            return "empty"
+        if self.by_action(ACTION_UPGRADE):
+            return "upgrade_needed"
+        if self.unanswered or self.by_action("unknown") or not self.by_action(ACTION_READY):
+            return "incomplete"
+        return "ready"
+
+    def headline(self) -> Headline:
+        """Nodes surveyed and answered, per-verdict counts, the canary candidate (for run.json)."""
+        return self.make_headline(
+            self.verdict(),
+            {
+                "target_image_cuda": self.target.image_cuda,
+                "profile": self.target.profile,
+                "nodes_surveyed": len(self.nodes),
+                "answered": len(self.answered),
+                "unanswered": len(self.unanswered),
+                "verdicts": self.verdict_counts(),
+                "ready": len(self.by_action(ACTION_READY)),
+                "need_driver_upgrade": len(self.by_action(ACTION_UPGRADE)),
+                "canary": self.plan.canary if self.plan else None,
+                "mode": self.mode,
+            },
+        )
+
+    def scraps(self) -> dict[str, Any]:
+        """Counts, the plan and the table (bounded: the first rows; the file holds them all)."""
+        from ..redact import redact_obj
+
+        return redact_obj(
+            {
+                "fleet_counts": {
+                    "verdicts": self.verdict_counts(),
+                    "actions": self.action_counts(),
+                    "driver_branches": self.branch_counts(),
+                },
+                "fleet_table": self.table_rows()[:SHOWN_ROWS],
+                "fleet_unanswered": [{"node": n.node, "why": n.why, "reason": n.reason} for n in self.unanswered],
+                "rollout_plan": self.plan.to_dict() if self.plan else None,
+                "headline": self.headline().to_dict(),
+            }
+        )
+
+    def save(self, run_dir: Any) -> Any:
+        """``fleet/result.json`` (the record) and ``fleet/nodes.csv`` (the table), never over a file."""
+        if not run_dir:
+            return None
+        import csv
+        import io
+
+        from ..artefacts import write_artefact
+
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=[*TABLE_COLUMNS, "why"])
+        writer.writeheader()
+        for n in self.nodes:
+            writer.writerow({**n.row(), "why": n.why})
+        write_artefact(run_dir, "fleet/nodes.csv", buf.getvalue())
+        return write_artefact(run_dir, self.ARTEFACT, self)
+
+    # -- display --------------------------------------------------------------------------------
+    def table_rows(self) -> list[dict[str, Any]]:
+        """The fleet table as plain rows (the same columns in both collection modes)."""
+        return [n.row() for n in self.nodes]
+
+    def table(self) -> Any:
+        """The fleet table as a pandas DataFrame (one row per node, the columns of the issue)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.table_rows(), columns=list(TABLE_COLUMNS))
+
+    def nodes_view(self, action: str) -> NodeList:
+        """A displayable list of the nodes with one action (ready, upgrade_driver, unanswered, …)."""
+        return NodeList(action, self.by_action(action))
+
+    def figure(self) -> Any:
+        """Counts per verdict and per driver branch, coloured by action (a figure that displays itself;
+        the plotly Figure is its ``.figure``)."""
+        from ..display import FigureView
+        from .figures import counts_figure
+
+        return FigureView(counts_figure(self))
+
+    def _repr_html_(self) -> str:
+        from ..display import banner, html_table
+
+        h = self.headline()
+        tone = {"ready": "good", "upgrade_needed": "warn", "incomplete": "warn"}.get(h.verdict, "bad")
+        f = h.figures
+        detail = (
+            f"{f['nodes_surveyed']} nodes surveyed ({self.mode}), {f['answered']} answered, "
+            f"{f['unanswered']} unanswered; {f['ready']} ready for CUDA {self.target.image_cuda}, "
+            f"{f['need_driver_upgrade']} need a driver upgrade; canary: {f['canary'] or '—'}"
+        )
+        counts = html_table([{"action": a, "nodes": n} for a, n in self.action_counts().items()])
+        rows = self.table_rows()[:SHOWN_ROWS]
+        more = (
+            f"<p>… {len(self.nodes) - SHOWN_ROWS} more rows in fleet/nodes.csv</p>"
+            if len(self.nodes) > SHOWN_ROWS
+            else ""
+        )
+        return banner(f"Fleet: {h.verdict}", detail, tone) + counts + html_table(rows, list(TABLE_COLUMNS)) + more
+
+
+class NodeList:
+    """Nodes with one action, as a small table (node, configuration facts, reason)."""
+
+    def __init__(self, action: str, nodes: list[NodeRow]) -> None:
+        self.action = action
+        self.nodes = nodes
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def _repr_html_(self) -> str:
+        from ..display import html_table
+
+        cols = (
+            ["node", "why", "reason"]
+            if self.action == ACTION_UNANSWERED
+            else ["node", "gpu_name", "gpu_count", "driver_version", "driver_branch", "idle", "reason"]
+        )
+        rows = [{c: getattr(n, c) for c in cols} for n in self.nodes[:SHOWN_ROWS]]
+        return f"<h4>{self.action}: {len(self.nodes)} node(s)</h4>" + html_table(rows, cols)
