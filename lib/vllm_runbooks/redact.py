@@ -662,6 +662,8 @@ def redact_text(text: str) -> str:
     if not isinstance(text, str) or not text:
         return text
     if "\n" not in text:
+        if len(text) <= _SHORT and type(text) is str:
+            return _redact_short(text)
         return _PemState()(text)
     lines = text.split("\n")
     if "PRIVATE KEY" in text:  # a key block spans lines: each line in order, through the block state
@@ -730,6 +732,16 @@ def _hot_lines(text: str, lines: list[str]) -> set[int]:
             else:
                 i = up.find(word, i + 1)
     return hot
+
+
+#: A one-line text this short is redacted once per process: evidence values (GPU names, versions,
+#: paths) repeat across items, nodes and the second pass when the evidence is written.
+_SHORT = 256
+
+
+@functools.lru_cache(maxsize=16384)
+def _redact_short(text: str) -> str:
+    return _PemState()(text)
 
 
 class _PemState:
