@@ -700,17 +700,13 @@ def _hot_lines(text: str, lines: list[str]) -> set[int]:
     up = data.upper()  # ASCII letters only, like str.upper on an ASCII line
     n = len(data)
 
-    def mark(where: bytes, word: bytes) -> None:
-        i = where.find(word)
-        while i != -1:
-            k = bisect.bisect_right(starts, i) - 1
-            hot.add(k)
-            i = where.find(word, starts[k + 1])
-
-    for word in _ANY_WORDS_BYTES:
-        mark(data, word)
-    for word in _ANY_UPPER_BYTES:
-        mark(up, word)
+    for where, words in ((data, _ANY_WORDS_BYTES), (up, _ANY_UPPER_BYTES)):
+        for word in words:
+            i = where.find(word)
+            while i != -1:
+                k = bisect.bisect_right(starts, i) - 1
+                hot.add(k)
+                i = where.find(word, starts[k + 1])
     for word, start, end in _NAME_GATES_BYTES:
         i = up.find(word)
         while i != -1:
