@@ -122,8 +122,10 @@ def test_gated_lines_equal_every_rule_on_shapes_and_generated_lines(monkeypatch:
         for variant in (line, line.upper(), line.lower(), line.swapcase()):
             want = _reference(variant, monkeypatch)
             assert redact.redact_text(variant) == want, variant
-            if "\n" not in variant:  # LineRedactor takes one line
+            if "\n" not in variant:  # one line: the gated path itself (not a remembered answer), LineRedactor
+                assert redact._PemState()(variant) == want, variant
                 assert redact.LineRedactor(cap=1 << 20)(variant) == want, variant
+                assert redact._PemState()(want) == want, want  # idempotent: an output is remembered as redacted
             changed += want != variant
     assert changed > 1000  # the generated lines do hold secrets: the comparison is not on plain text only
 

@@ -730,14 +730,29 @@ def _hot_lines(text: str, lines: list[str]) -> set[int]:
     return hot
 
 
-#: A one-line text this short is redacted once per process: evidence values (GPU names, versions,
-#: paths) repeat across items, nodes and the second pass when the evidence is written.
-_SHORT = 256
+#: A one-line text up to this long is redacted once per process: evidence values (GPU names,
+#: versions, image env) repeat across items and nodes, and every value is redacted again when the
+#: evidence is written. Redaction is idempotent, so its output is remembered as already redacted
+#: too: a value redacted on read is not read by the rules again when it is written.
+_SHORT = 4096
+_MEMO: dict[str, str] = {}
+_MEMO_CHARS = 4 * 1024 * 1024  # what the memo may hold (keys and values), then it starts afresh
+_memo_size = 0
 
 
-@functools.lru_cache(maxsize=16384)
 def _redact_short(text: str) -> str:
-    return _PemState()(text)
+    global _memo_size
+    hit = _MEMO.get(text)
+    if hit is not None:
+        return hit
+    out = _PemState()(text)
+    if _memo_size + len(text) + len(out) > _MEMO_CHARS:
+        _MEMO.clear()
+        _memo_size = 0
+    _MEMO[text] = out
+    _MEMO[out] = out
+    _memo_size += len(text) + len(out)
+    return out
 
 
 class _PemState:
