@@ -219,16 +219,46 @@ _LOWER_DIGIT = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
+# The characters a name is made of in every rule that reads one (``_KV``, ``_FLAG_HEAD``,
+# ``_URL_QUERY``): a name is a whole run of them (a flag: a piece of a run between dots).
+_RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_RUN_MAX = 260  # longer than any name a rule reads (128) and than is_secret_name reads (256)
+
+
+def _secret_run(line: str, i: int, j: int) -> bool:
+    """Whether the run of name characters around ``line[i:j]``, or a piece of it between dots, is a
+    secret name; True when the run is too long to tell (every cost here stays bounded)."""
+    a, b, n = i, j, len(line)
+    while a > 0 and line[a - 1] in _RUN_CHARS:
+        a -= 1
+        if i - a > _RUN_MAX:
+            return True
+    while b < n and line[b] in _RUN_CHARS:
+        b += 1
+        if b - j > _RUN_MAX:
+            return True
+    run = line[a:b]
+    if is_secret_name(run):
+        return True
+    return "." in run and any(is_secret_name(piece) for piece in run.split(".") if piece)
+
+
+def _name_at(line: str, i: int, j: int, start: bool, end: bool) -> bool:
+    """Whether the gate word at ``line[i:j]`` sits where a part must (see ``_NAME_GATES``) and its
+    run is a secret name."""
+    if start and i > 0 and line[i - 1] in _ALNUM and not (line[i - 1] in _LOWER_DIGIT and line[i] in _UPPER):
+        return False
+    if end and j < len(line) and line[j] in _ALNUM and not (line[j - 1] in _LOWER_DIGIT and line[j] in _UPPER):
+        return False
+    return _secret_run(line, i, j)
+
+
 def _holds_name(line: str, up: str) -> bool:
-    """Whether an ASCII ``line`` (``up``: upper-cased) may hold a name ``is_secret_name`` accepts."""
-    n = len(line)
+    """Whether an ASCII ``line`` (``up``: upper-cased) holds a name ``is_secret_name`` accepts."""
     for word, start, end in _NAME_GATES:
         i = up.find(word)
         while i != -1:
-            j = i + len(word)
-            if (
-                not start or i == 0 or line[i - 1] not in _ALNUM or (line[i - 1] in _LOWER_DIGIT and line[i] in _UPPER)
-            ) and (not end or j == n or line[j] not in _ALNUM or (line[j - 1] in _LOWER_DIGIT and line[j] in _UPPER)):
+            if _name_at(line, i, i + len(word), start, end):
                 return True
             i = up.find(word, i + 1)
     return False
@@ -604,7 +634,7 @@ _LINE_RULES: list[tuple[Any, tuple[str, ...], tuple[str, ...], bool, str]] = [
     (_redact_url_user, ("://",), (), False, "@"),
     (_redact_auth_header, (), ("AUTHORIZATION",), False, ""),
     (_redact_bearer, (), ("BEARER",), False, ""),
-    (_redact_query, (), ("SIG", "CODE"), True, "="),  # ?token=, &sig=, ?code=
+    (_redact_query, (), ("SIG=", "SIGNATURE=", "CODE="), True, "="),  # ?token=, &sig=, ?code=
     (_redact_tokens, tuple(h for heads, _, _ in _TOKEN_SHAPES for h in heads), (), False, ""),
     (_redact_cli, _minimal_words(set(_CLI_TOOLS)), (), False, ""),
     (_redact_flags, (), (), True, "-"),
@@ -675,9 +705,6 @@ def redact_text(text: str) -> str:
     return "\n".join(lines)
 
 
-_ALNUM_BYTES = frozenset(map(ord, _ALNUM))
-_LOWER_DIGIT_BYTES = frozenset(map(ord, _LOWER_DIGIT))
-_UPPER_BYTES = frozenset(map(ord, _UPPER))
 _ANY_WORDS_BYTES = tuple(w.encode() for w in _ANY_WORDS)
 _ANY_UPPER_BYTES = tuple(w.encode() for w in _ANY_UPPER)
 _NAME_GATES_BYTES = tuple((w.encode(), start, end) for w, start, end in _NAME_GATES)
@@ -698,7 +725,6 @@ def _hot_lines(text: str, lines: list[str]) -> set[int]:
     if not text.isascii():
         hot.update(k for k, line in enumerate(lines) if not line.isascii())
     up = data.upper()  # ASCII letters only, like str.upper on an ASCII line
-    n = len(data)
 
     for where, words in ((data, _ANY_WORDS_BYTES), (up, _ANY_UPPER_BYTES)):
         for word in words:
@@ -710,18 +736,7 @@ def _hot_lines(text: str, lines: list[str]) -> set[int]:
     for word, start, end in _NAME_GATES_BYTES:
         i = up.find(word)
         while i != -1:
-            j = i + len(word)
-            if (
-                not start
-                or i == 0
-                or data[i - 1] not in _ALNUM_BYTES
-                or (data[i - 1] in _LOWER_DIGIT_BYTES and data[i] in _UPPER_BYTES)
-            ) and (
-                not end
-                or j == n
-                or data[j] not in _ALNUM_BYTES
-                or (data[j - 1] in _LOWER_DIGIT_BYTES and data[j] in _UPPER_BYTES)
-            ):
+            if _name_at(text, i, i + len(word), start, end):
                 k = bisect.bisect_right(starts, i) - 1
                 hot.add(k)
                 i = up.find(word, starts[k + 1])
