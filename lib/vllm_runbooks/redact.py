@@ -183,11 +183,11 @@ def _minimal_words(words: set[str]) -> tuple[str, ...]:
     return tuple(kept)
 
 
-# Where a word of a secret name must sit for ``is_secret_name`` to say yes: (WORD, a part must
-# start at it, a part must end after it). Parts (``_SECRET_PARTS``, a part of a known name, AWS,
-# PASS) start and end at it; a suffix ends after it; an infix may sit anywhere. A part starts and
-# ends where ``is_secret_name`` splits: at a character that is not a letter or digit, or at a
-# camelCase step. A line holding no word in such a place holds no secret name.
+# Every secret name holds one of these words (upper-cased, as ``is_secret_name`` compares): its
+# parts, infixes and suffixes, a part of each known name, AWS (``AWS_*``) and PASS (``DB_PASS``);
+# with, for each, whether a part of the name must start at it and end after it. A word is only
+# where to look: the run of name characters around it is then asked (``_secret_run``). Words
+# that hold another word are left to that one (KEY finds APIKEY), where it must sit made looser.
 def _name_gates() -> tuple[tuple[str, bool, bool], ...]:
     want: dict[str, tuple[bool, bool]] = {}
 
@@ -201,16 +201,14 @@ def _name_gates() -> tuple[tuple[str, bool, bool], ...]:
         add(w, False, True)
     for w in _SECRET_INFIXES:
         add(w, False, False)
-    kept: list[tuple[str, bool, bool]] = []
-    for w in sorted(want, key=len):
-        start, end = want[w]
-        covered = any(
-            k in w and (not ks or (start and w.startswith(k))) and (not ke or (end and w.endswith(k)))
-            for k, ks, ke in kept
-        )
-        if not covered:
-            kept.append((w, start, end))
-    return tuple(kept)
+    kept = _minimal_words(set(want))
+    gates = []
+    for k in kept:
+        held_by = [(w, *want[w]) for w in want if k in w]
+        start = all(ws and w.startswith(k) for w, ws, _ in held_by)
+        end = all(we and w.endswith(k) for w, _, we in held_by)
+        gates.append((k, start, end))
+    return tuple(gates)
 
 
 _NAME_GATES = _name_gates()
@@ -705,16 +703,32 @@ def redact_text(text: str) -> str:
     return "\n".join(lines)
 
 
-_ANY_WORDS_BYTES = tuple(w.encode() for w in _ANY_WORDS)
-_ANY_UPPER_BYTES = tuple(w.encode() for w in _ANY_UPPER)
+def _scanners(words: tuple[str, ...]) -> list[Any]:
+    """One fast scan per first character of ``words``: ``bytes.find`` for a lone word, else a
+    pattern that starts with that character (the regex engine skips to it before trying the rest)."""
+    by_head: dict[str, list[str]] = {}
+    for w in words:
+        by_head.setdefault(w[0], []).append(w)
+    out: list[Any] = []
+    for head, group in sorted(by_head.items()):
+        if len(group) == 1:
+            out.append(group[0].encode())
+        else:
+            rest = b"|".join(re.escape(w[1:].encode()) for w in sorted(group, key=len, reverse=True))
+            out.append(re.compile(re.escape(head.encode()) + b"(?:" + rest + b")"))
+    return out
+
+
+_ANY_WORDS_SCANS = _scanners(_ANY_WORDS)
+_ANY_UPPER_SCANS = _scanners(_ANY_UPPER)
 _NAME_GATES_BYTES = tuple((w.encode(), start, end) for w, start, end in _NAME_GATES)
 
 
 def _hot_lines(text: str, lines: list[str]) -> set[int]:
     """The lines of ``text`` (split into ``lines``) that ``_redact_line`` may change.
 
-    The same test as ``_redact_line``'s first one, made once over the whole text: each word is
-    looked for with ``bytes.find`` (a fast scan), so a line without any costs nothing. Every
+    The same test as ``_redact_line``'s first one, made once over the whole text: the words are
+    looked for with fast scans (``_scanners``), so a line without any costs nothing. Every
     non-ASCII line is hot (``_redact_line`` reads it with every rule).
     """
     data = text.encode("ascii", "replace")  # one byte per character, so offsets match ``text``
@@ -726,13 +740,20 @@ def _hot_lines(text: str, lines: list[str]) -> set[int]:
         hot.update(k for k, line in enumerate(lines) if not line.isascii())
     up = data.upper()  # ASCII letters only, like str.upper on an ASCII line
 
-    for where, words in ((data, _ANY_WORDS_BYTES), (up, _ANY_UPPER_BYTES)):
-        for word in words:
-            i = where.find(word)
-            while i != -1:
-                k = bisect.bisect_right(starts, i) - 1
-                hot.add(k)
-                i = where.find(word, starts[k + 1])
+    for where, scans in ((data, _ANY_WORDS_SCANS), (up, _ANY_UPPER_SCANS)):
+        for scan in scans:
+            if isinstance(scan, bytes):
+                i = where.find(scan)
+                while i != -1:
+                    k = bisect.bisect_right(starts, i) - 1
+                    hot.add(k)
+                    i = where.find(scan, starts[k + 1])
+            else:
+                m = scan.search(where)
+                while m:
+                    k = bisect.bisect_right(starts, m.start()) - 1
+                    hot.add(k)
+                    m = scan.search(where, starts[k + 1])
     for word, start, end in _NAME_GATES_BYTES:
         i = up.find(word)
         while i != -1:
