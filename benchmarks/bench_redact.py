@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Redaction throughput (MB/s): every byte of a stored log and a bundle passes ``redact.py``.
 
-Three texts, each redacted with ``redact_text`` (whole text) and line by line with
-``LineRedactor`` (how ``store_log`` streams a log):
+Three texts, each redacted with ``redact_text`` (whole text), one ``LineRedactor`` call per line,
 
 * (a) a realistic vLLM log with few secrets: the startup log in tests/data, the sample
   incidents' container logs and the labelled corpus' logs, plus request and metrics lines,
   repeated to about 4 MB; one secret in about 2,000 lines;
 * (b) a secret-dense text: every secret shape of the tests, one per line, between plain lines;
 * (c) the tests' corpus of secret shapes alone (each string of the parametrized redaction tests).
+
+and through ``probe.store_log`` (the evidence capture's copy of a log: read, redact, write).
 
 Times are CPU seconds of this process (the machine is shared; wall time would measure the
 neighbours). Each figure is the best of ``--repeat`` runs.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import importlib.util
+import io
 import json
 import pstats
 import sys
@@ -28,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from vllm_runbooks import redact
+from vllm_runbooks import probe, redact
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPE_TESTS = ("test_redact.py", "test_hardening_redact.py")
@@ -115,6 +117,11 @@ def by_line(text: str) -> None:
         red(line)
 
 
+def stored(text: str) -> None:
+    """What the evidence capture does with a log: ``probe.store_log`` (read, redact in batches, write)."""
+    probe.store_log(io.BytesIO(text.encode()), io.BytesIO(), cap_bytes=64 * 1024 * 1024)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=4.0, help="size of texts (a) and (b)")
@@ -138,9 +145,10 @@ def main() -> int:
         repeat = args.repeat if key != "c" else args.repeat * 20
         whole = measure(redact.redact_text, text, repeat)
         lines = measure(by_line, text, repeat)
+        logs = measure(stored, text, repeat)
         print(
             f"({key}) {title}: {len(text.encode()) / 1e6:.2f} MB, {text.count(chr(10)) + 1} lines: "
-            f"redact_text {whole:.2f} MB/s, LineRedactor {lines:.2f} MB/s"
+            f"redact_text {whole:.2f} MB/s, LineRedactor per line {lines:.2f} MB/s, store_log {logs:.2f} MB/s"
         )
     return 0
 

@@ -142,3 +142,24 @@ def test_gated_text_equals_every_rule_on_corpus_and_mixed_blocks(monkeypatch: py
     texts.append("plain\nPGPASSWORD=x ß\nnon-ASCII █ api_key=k1\nhfTOKEN=y\n")
     for text in texts:
         assert redact.redact_text(text) == _reference(text, monkeypatch)
+
+
+def test_many_lines_at_once_equal_one_call_per_line() -> None:
+    """``LineRedactor.many`` (store_log's batches) gives what one call per line gives, key blocks too."""
+    rng = random.Random(21)
+    gen = _generated(2000, seed=16)
+    pem = ["-----BEGIN RSA PRIVATE KEY-----", "MIIEpAIBAAKCAQEA7", "-----END RSA PRIVATE KEY-----"]
+    lines: list[tuple[str, int | None]] = []
+    for k in range(3000):
+        if k % 700 == 350:
+            lines += [(p, None) for p in pem]
+        line = rng.choice(gen)
+        lines.append((line * 40, None) if k % 500 == 7 else (line, 99_999 if k % 450 == 3 else None))
+    one = redact.LineRedactor(cap=2000)
+    want = [one(line, total) for line, total in lines]
+    batched = redact.LineRedactor(cap=2000)
+    got: list[str] = []
+    for at in range(0, len(lines), 97):
+        got += batched.many(lines[at : at + 97])
+    assert got == want
+    assert sum(w != line for w, (line, _) in zip(want, lines, strict=True)) > 300
