@@ -30,6 +30,12 @@ and at most 128 characters long), and ``LineRedactor`` keeps only the first ``LI
 of a line: the rest of an over-long line is dropped, never passed through.
 
 Redaction is idempotent: running it twice gives the same text.
+
+Speed: each single-line rule names the words a line must hold for it to change anything (token
+prefixes, tool names, the words of secret names — taken from the rules' own tables), and a line
+holding none of them is not read by that rule; a whole text is gated at once with fast scans
+(``_hot_lines``). A short text is redacted once per process, and an output is remembered as
+redacted. ``tests/test_redact_gates.py`` holds the gated path equal to every rule on every line.
 """
 
 from __future__ import annotations
