@@ -94,6 +94,12 @@ def generate(folder: Path, nodes: int, seed: int = 7) -> dict[str, int]:
     return kinds
 
 
+def cpu_seconds() -> tuple[float, float]:
+    """(user, system) CPU seconds of this process and its finished children."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + kids.ru_utime, me.ru_stime + kids.ru_stime
+
+
 def peak_mib() -> tuple[float, float]:
     """Peak RSS of this process and of the largest finished child (MiB; Linux reports KiB)."""
     me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -113,13 +119,16 @@ def main() -> int:
         kinds = generate(work / "bundles", args.nodes)
         print(f"generated {args.nodes} bundles in {time.perf_counter() - t0:.1f} s: {kinds}")
 
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), cpu_seconds()
         result = run(
             Config(bundles=[str(work / "bundles")], run_dir=str(work / "run"), workers=args.workers, today="2026-11-30")
         )
         full = time.perf_counter() - t0
+        cpu = tuple(b - a for a, b in zip(cpu0, cpu_seconds(), strict=True))
         head = result.headline()
         print(f"full survey (bundle -> evidence -> decision -> table/plan): {full:.2f} s")
+        # a shared machine's load inflates the wall time far more than these
+        print(f"  CPU, this process and its workers: user {cpu[0]:.1f} s, system {cpu[1]:.1f} s")
         print(f"  verdicts: {head.figures['verdicts']}")
         print(f"  actions: {result.action_counts()}; canary: {head.figures['canary']}")
         print(f"  stages: {len(result.plan.stages)} (wave size {result.plan.wave_size})")

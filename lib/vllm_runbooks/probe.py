@@ -532,6 +532,11 @@ def _plain_file(stream: Any) -> bool:
     return isinstance(raw, io.FileIO) and stream.seekable()
 
 
+#: Lines redacted together in ``store_log`` (at most this many, or this many characters).
+BATCH_LINES = 512
+BATCH_CHARS = 256 * 1024
+
+
 def store_log(
     stream: BinaryIO,
     dest: Path | BinaryIO,
@@ -563,6 +568,33 @@ def store_log(
     errors: list[dict[str, Any]] = []
     deadline = time.monotonic() + max_seconds if max_seconds else None
     jumped = False
+    # Lines read but not yet redacted: redacted together (``LineRedactor.many``), a bounded batch.
+    pending: list[tuple[str, int | None]] = []
+    pending_chars = 0
+    last_to_tail = False
+
+    def flush() -> None:
+        nonlocal head_bytes, tail_bytes, dropped_lines, dropped_bytes, pending_chars, last_to_tail
+        first = lines - len(pending) + 1
+        for n, red in enumerate(redactor.many(pending), first):
+            if len(errors) < first_errors and ERROR_LINE.search(red):
+                errors.append({"line": n, "text": red[:500]})
+            enc = (red + "\n").encode()
+            if head_bytes + len(enc) <= head_cap and not tail:
+                out.write(enc)
+                head_bytes += len(enc)
+                last_to_tail = False
+                continue
+            tail.append(enc)
+            tail_bytes += len(enc)
+            while tail_bytes > cap_bytes - head_cap and len(tail) > 1:
+                gone = tail.popleft()
+                tail_bytes -= len(gone)
+                dropped_lines += 1
+                dropped_bytes += len(gone)
+            last_to_tail = True
+        pending.clear()
+        pending_chars = 0
 
     def readline() -> bytes:
         return stream.readline(LINE_READ_BYTES)
@@ -631,23 +663,14 @@ def store_log(
             except UnicodeDecodeError:
                 non_utf8 = True
                 text = raw.decode("utf-8", "replace")
-            red = redactor(text.rstrip("\r\n"), total=long_line or None)
-            if len(errors) < first_errors and ERROR_LINE.search(red):
-                errors.append({"line": lines, "text": red[:500]})
-            enc = (red + "\n").encode()
-            if head_bytes + len(enc) <= head_cap and not tail:
-                out.write(enc)
-                head_bytes += len(enc)
-                continue
-            tail.append(enc)
-            tail_bytes += len(enc)
-            while tail_bytes > cap_bytes - head_cap and len(tail) > 1:
-                gone = tail.popleft()
-                tail_bytes -= len(gone)
-                dropped_lines += 1
-                dropped_bytes += len(gone)
-            if stopped and not jumped:
-                break
+            text = text.rstrip("\r\n")
+            pending.append((text, long_line or None))
+            pending_chars += len(text)
+            if (stopped and not jumped) or pending_chars >= BATCH_CHARS or len(pending) >= BATCH_LINES:
+                flush()
+                if stopped and not jumped and last_to_tail:
+                    break
+        flush()
         if dropped_lines or skipped_bytes:
             skipped = f" and {skipped_bytes} unread bytes" if skipped_bytes else ""
             out.write(

@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 T = TypeVar("T", bound="Record")
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 def to_jsonable(value: Any) -> Any:
     """Plain-JSON view of dataclasses, enums, paths, dates, sets and tuples."""
+    if type(value) in _PLAIN:  # most leaves: nothing to convert (a str enum is not exactly a str)
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out = {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
         if isinstance(value, Record):

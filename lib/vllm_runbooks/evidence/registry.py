@@ -12,6 +12,7 @@ writes are refused.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import os
 import pkgutil
@@ -82,6 +83,10 @@ class Context:
     results: dict[str, Item] = field(default_factory=dict)
     _cache: dict[str, Captured] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: sha256 of what ``keep`` wrote, by path relative to ``out_dir``: the manifest then need not
+    #: read every artefact back (``hashes_written``)
+    _written: dict[str, str] = field(default_factory=dict)
+    _dirs: set[Path] = field(default_factory=set)
 
     def read(self, name: str) -> Captured:
         """Raw artefact by bundle name, cached; stored under raw/ when it has content."""
@@ -108,8 +113,13 @@ class Context:
         """
         rel = f"raw/{name}"
         dest = self.out_dir / rel
+        digest = hashlib.sha256(data).hexdigest()
         with _write_permit(rel):
-            dest.parent.mkdir(parents=True, exist_ok=True)
+            if dest.parent not in self._dirs:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                self._dirs.add(dest.parent)
+            with self._lock:
+                self._written.pop(rel, None)  # never a stale hash while the file changes
             # written whole under a temporary name, then renamed: a killed run leaves no half artefact
             tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
             try:
@@ -117,7 +127,14 @@ class Context:
                 tmp.replace(dest)
             finally:
                 tmp.unlink(missing_ok=True)
+            with self._lock:
+                self._written[rel] = digest
         return rel
+
+    def hashes_written(self) -> dict[str, str]:
+        """sha256 of each artefact ``keep`` wrote (relative path → hex), as last written."""
+        with self._lock:
+            return dict(self._written)
 
     def keep_log(self, rel: str, stream: IO[bytes], max_seconds: float | None = None) -> dict[str, Any]:
         """Copy a log through redaction (``probe.store_log``) to ``rel`` under the evidence dir.

@@ -139,6 +139,9 @@ class BundleSource(Source):
         seen = 0
         for dirpath, dirnames, filenames in os.walk(self.path):
             dirnames.sort()
+            # A file that is not a link lies where its folder really is: one resolve per folder.
+            real_dir = Path(dirpath).resolve()
+            inside = real_dir == root or root in real_dir.parents
             for fname in sorted(filenames) + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
                 p = Path(dirpath) / fname
                 rel = _printable(p.relative_to(self.path).as_posix())
@@ -147,18 +150,18 @@ class BundleSource(Source):
                     self._rejected.append(f"more than {MAX_MEMBERS} files: the rest ignored")
                     self._strip_top()
                     return
-                if p.is_symlink():
-                    self._rejected.append(f"{rel}: symbolic link not followed")
-                    continue
                 try:
                     mode = p.lstat().st_mode
                 except OSError as e:
                     self._rejected.append(f"{rel}: cannot stat ({e.strerror or e})")
                     continue
+                if stat.S_ISLNK(mode):
+                    self._rejected.append(f"{rel}: symbolic link not followed")
+                    continue
                 if not stat.S_ISREG(mode):
                     self._rejected.append(f"{rel}: not a regular file ({_kind(mode)}), not read")
                     continue
-                if root not in p.resolve().parents:
+                if not inside:
                     self._rejected.append(f"{rel}: outside the bundle")
                     continue
                 self._add(rel, p)

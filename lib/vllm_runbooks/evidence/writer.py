@@ -100,6 +100,7 @@ def collect_evidence(
     label = "local" if str(source) == "local" else redact.redact_text(str(source))
     items: dict[str, Item] = {}
     findings: list[str] = []
+    written: dict[str, str] = {}
     try:
         src = open_source(source, opts)
     except (OSError, ValueError) as e:
@@ -119,24 +120,40 @@ def collect_evidence(
         meta = getattr(src, "meta", None)
         if meta:
             ctx.keep("probe.json", (json.dumps(redact.redact_obj(meta), indent=2) + "\n").encode())
+        written = ctx.hashes_written()
     finally:
         src.close()
     if findings:
         items["source"] = Item.partial({"findings": findings}, f"{len(findings)} bundle entries ignored")
     ev = Evidence(source=label, collected_at=utc_now(), items=items)
-    return _finish(ev, out)
+    return _finish(ev, out, written)
 
 
-def _finish(ev: Evidence, out: Path) -> Evidence:
-    """Redact once more (idempotent), hash raw/, write evidence.json and SHA256SUMS."""
+def _artefact_files(out: Path) -> list[str]:
+    """Every file under ``out`` but the two the writer makes, relative and sorted (as ``rglob`` would)."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(out):
+        dirnames.sort()
+        rel_dir = Path(dirpath).relative_to(out)
+        for name in filenames:
+            rel = (rel_dir / name).as_posix()
+            if name in {"evidence.json", "SHA256SUMS"} or not os.path.isfile(os.path.join(dirpath, name)):
+                continue
+            found.append(rel)
+    return sorted(found, key=lambda r: Path(r).parts)
+
+
+def _finish(ev: Evidence, out: Path, written: dict[str, str] | None = None) -> Evidence:
+    """Redact once more (idempotent), hash raw/, write evidence.json and SHA256SUMS.
+
+    ``written``: hashes of artefacts this capture wrote from memory (``Context.hashes_written``);
+    those are not read back. Any other file under ``out`` is hashed from disk.
+    """
     for it in ev.items.values():
         it.value = redact.redact_obj(it.value)
         it.reason = redact.redact_text(it.reason) if it.reason else it.reason
-    ev.artefacts = {
-        p.relative_to(out).as_posix(): sha256_file(p)
-        for p in sorted(out.rglob("*"))
-        if p.is_file() and p.name not in {"evidence.json", "SHA256SUMS"}
-    }
+    written = written or {}
+    ev.artefacts = {rel: written.get(rel) or sha256_file(out / rel) for rel in _artefact_files(out)}
     ev.evidence_dir = str(out)
     # Never a half-written evidence.json: a temporary name, then a rename; a character UTF-8
     # cannot hold (a surrogate-escaped file name) is replaced rather than failing the write.
