@@ -24,6 +24,8 @@ from vllm_runbooks.runner import available_runbooks, run_runbook
 LOCAL = {
     "evidence_capture": ({"source": str(R575)}, ()),
     "compatibility_decision": ({}, ("evidence_capture",)),
+    # "@runs": the folder holding this module's run directory (so the history has a run to draw)
+    "validation_history": ({"runs_dir": "@runs"}, ("evidence_capture", "compatibility_decision")),
 }
 #: runbooks that need an endpoint: the embedded target's URL and model are added; kept small
 ENDPOINT = {
@@ -50,6 +52,7 @@ def _execute_local(name: str, state: dict[str, Any]) -> Any:
         params, before = LOCAL[name]
         for first in before:
             _execute_local(first, state)
+        params = {k: str(state["dir"].parent) if v == "@runs" else v for k, v in params.items()}
         state["done"][name] = run_runbook(name, params, state["dir"])
     return state["done"][name]
 
