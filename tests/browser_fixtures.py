@@ -99,9 +99,13 @@ def offline_page(browser: Any, allow_prefix: str = "file:") -> Iterator[tuple[An
         context.close()
 
 
-def screenshot(page: Any, name: str) -> Path:
-    """Save a full-page screenshot under test-artifacts/ (ignored by git) for a person to look at."""
+def screenshot(target: Any, name: str) -> Path:
+    """Save a screenshot of a page (full page) or of one element under test-artifacts/ (ignored by
+    git) for a person to look at."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    if hasattr(target, "goto"):
+        target.screenshot(path=str(path), full_page=True)
+    else:
+        target.screenshot(path=str(path))
     return path
