@@ -30,7 +30,7 @@ from fault_server import FaultServer
 pytestmark = [pytest.mark.slow]
 
 LAB_START_TIMEOUT_S = 180
-STEP_TIMEOUT_MS = 300_000
+STEP_TIMEOUT_MS = int(os.environ.get("VR_STEP_TIMEOUT_MS", "300000"))
 
 
 def _free_port() -> int:
@@ -68,7 +68,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     log = (home / "lab.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}"],
+         "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+         "--ServerApp.allow_root=True", "--LabApp.extension_manager=readonly", "--LabApp.expose_app_in_browser=True"],
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
@@ -99,7 +100,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 def lab_page(browser: Any, lab: dict[str, Any]) -> Iterator[tuple[Any, list[str]]]:
     """A page on the lab; every request to anywhere but the lab is blocked and counted."""
     blocked: list[str] = []
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})  # tall: JupyterLab scrolls inside
 
     def route(r: Any) -> None:
         if r.request.url.startswith(lab["base"]) or r.request.url.startswith(("data:", "blob:")):
@@ -120,9 +121,12 @@ def lab_page(browser: Any, lab: dict[str, Any]) -> Iterator[tuple[Any, list[str]
 def _open_console(page: Any, lab: dict[str, Any]) -> None:
     page.goto(f"{lab['base']}/lab/tree/incident_console.ipynb?token={lab['token']}")
     page.locator(".jp-Notebook").first.wait_for()
-    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(timeout=120_000)
-    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    page.locator(".jp-StatusBar-TextItem", has_text="Idle").first.wait_for(timeout=120_000)
+    # the app is exposed (--LabApp.expose_app_in_browser): run the cells by command, not by menu clicks
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.commands.isEnabled('notebook:run-all-cells')", timeout=60_000
+    )
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.locator(".vr-console").wait_for(timeout=120_000)
 
 
@@ -154,14 +158,14 @@ def test_console_walks_the_incident_in_a_browser(lab: dict[str, Any], lab_page: 
     page, blocked = lab_page
     _open_console(page, lab)
     assert "locked" in _step(page, "compatibility_decision").locator(".vr-state").inner_text()
-    screenshot(page, "console-0-opened")
+    screenshot(page.locator(".vr-console"), "console-0-opened")
 
     # 01 on the r575 sample incident
     page.locator(".vr-param-source input").fill(str(R575))
     step = _run_and_wait(page, "evidence_capture", "complete")
     assert "finished" in step.locator(".vr-progress").inner_text()
     assert "driver" in step.locator(".vr-result").inner_text()
-    screenshot(page, "console-1-evidence")
+    screenshot(_step(page, "evidence_capture"), "console-1-evidence")
 
     # 02 with an org constraint toggled
     step = _step(page, "compatibility_decision")
@@ -170,7 +174,7 @@ def test_console_walks_the_incident_in_a_browser(lab: dict[str, Any], lab_page: 
     assert "Do not touch flags" in step.locator(".vr-guidance").inner_text()
     assert "upgrade_driver" in step.locator(".vr-result").inner_text()
     _check_charts_and_link(page, step, lab, "02_compatibility_decision.html")
-    screenshot(page, "console-2-decision")
+    screenshot(_step(page, "compatibility_decision"), "console-2-decision")
 
     # 03 against the embedded vLLM target
     step = _step(page, "canary_validation")
@@ -179,7 +183,7 @@ def test_console_walks_the_incident_in_a_browser(lab: dict[str, Any], lab_page: 
     step.locator(".vr-param-tool_calls input").fill("2")
     step = _run_and_wait(page, "canary_validation", "incomplete")
     _check_charts_and_link(page, step, lab, "03_canary_validation.html")
-    screenshot(page, "console-3-canary")
+    screenshot(_step(page, "canary_validation"), "console-3-canary")
 
     # 04 against an endpoint that never answers: the live progress line, then Cancel
     fault = FaultServer().start()
@@ -188,12 +192,12 @@ def test_console_walks_the_incident_in_a_browser(lab: dict[str, Any], lab_page: 
         step.locator(".vr-param-endpoint input").fill(fault.base_url("hang"))
         step.locator("button.vr-run").click()
         step.locator(".vr-progress-line").filter(has_text=" s · ").wait_for(timeout=120_000)
-        screenshot(page, "console-4a-running")
+        screenshot(_step(page, "prefix_cache_check"), "console-4a-running")
         step.locator("button.vr-cancel").click()
         step.locator(".vr-state-cancelled").wait_for(timeout=60_000)
     finally:
         fault.close()
-    screenshot(page, "console-4b-cancelled")
+    screenshot(_step(page, "prefix_cache_check"), "console-4b-cancelled")
     incident = Path(page.locator("code.vr-incident-dir").inner_text().strip())
     entries = json.loads((incident / "run.json").read_text())["runbooks"]
     assert [(e["name"], e["status"]) for e in entries] == [
@@ -212,5 +216,7 @@ def test_console_walks_the_incident_in_a_browser(lab: dict[str, Any], lab_page: 
     assert "cancelled" in _step(page, "prefix_cache_check").locator(".vr-state").inner_text()
     assert not _step(page, "prefix_cache_check").locator("button.vr-run").is_disabled()
     assert _step(page, "canary_validation").locator("button.vr-run").is_disabled()
-    screenshot(page, "console-5-reopened")
+    assert _step(page, "compatibility_decision").locator(".vr-param-maintenance_window_available input").is_checked()
+    screenshot(page.locator(".vr-console"), "console-5-reopened")
+    screenshot(_step(page, "prefix_cache_check"), "console-5-reopened-04")
     assert blocked == [], f"the lab page tried to reach the network: {blocked}"

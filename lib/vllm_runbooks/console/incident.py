@@ -34,6 +34,7 @@ class StepRecord:
     html: str | None
     error: str | None
     duration_s: float | None
+    parameters: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 class Incident:
@@ -85,6 +86,7 @@ class Incident:
                 html=entry.get("html"),
                 error=entry.get("error"),
                 duration_s=entry.get("duration_s"),
+                parameters=entry.get("parameters") if isinstance(entry.get("parameters"), dict) else {},
             )
         return out
 

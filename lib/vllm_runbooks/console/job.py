@@ -23,6 +23,7 @@ from ..records import utc_now
 
 MAX_LINE = 240
 TERMINATE_GRACE_S = 10.0
+PROGRESS_EVERY_S = 0.5
 
 
 class StepJob:
@@ -50,6 +51,9 @@ class StepJob:
         self._params_file: str | None = None
         self._lock = threading.Lock()
         self._ended = threading.Event()
+        self._changed = threading.Event()
+        self._finished = threading.Event()
+        self.callback_errors: list[str] = []
 
     @property
     def elapsed_s(self) -> float:
@@ -67,14 +71,17 @@ class StepJob:
         self._proc = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True
         )
-        threading.Thread(target=self._follow, name=f"console-{self.runbook}", daemon=True).start()
+        threading.Thread(target=self._follow, name=f"console-{self.runbook}-read", daemon=True).start()
+        threading.Thread(target=self._notify, name=f"console-{self.runbook}-show", daemon=True).start()
         return self
 
     @property
     def running(self) -> bool:
-        return self._proc is not None and self.returncode is None
+        return self._proc is not None and not self._finished.is_set()
 
     def _follow(self) -> None:
+        """Drain the process's stderr, keeping only the last line; never calls back itself, so a
+        slow or stuck display can never block the step (a full pipe would stall it)."""
         assert self._proc is not None and self._proc.stderr is not None
         pending = b""
         while True:
@@ -82,20 +89,41 @@ class StepJob:
             if not chunk:
                 break
             pending = (pending + chunk)[-4 * MAX_LINE :]
-            parts = [p for p in pending.replace(b"\r", b"\n").split(b"\n")]
+            parts = pending.replace(b"\r", b"\n").split(b"\n")
             pending = parts[-1]
             lines = [p.decode("utf-8", "replace").strip() for p in parts[:-1]]
             lines = [ln for ln in lines if ln and "Kernel is running over TCP" not in ln]
             if lines:
                 self.last_line = lines[-1][:MAX_LINE]
-                self.on_progress(self.last_line)
+                self._changed.set()
         self.returncode = self._proc.wait()
         if self._params_file:
             Path(self._params_file).unlink(missing_ok=True)
+        self._finished.set()
+        self._changed.set()
+
+    def _notify(self) -> None:
+        """Report progress (at most every PROGRESS_EVERY_S) and the end, from its own thread."""
+        shown = None
+        while True:
+            self._changed.wait()
+            self._changed.clear()
+            if self.last_line != shown:
+                shown = self.last_line
+                self._call(self.on_progress, shown)
+            if self._finished.is_set():
+                break
+            self._finished.wait(PROGRESS_EVERY_S)  # pacing of display updates, not synchronisation
         try:
-            self.on_done(self)
+            self._call(self.on_done, self)
         finally:
             self._ended.set()
+
+    def _call(self, callback: Callable[..., None], arg: Any) -> None:
+        try:
+            callback(arg)
+        except Exception as exc:  # a display error must not stop the step's bookkeeping
+            self.callback_errors.append(f"{type(exc).__name__}: {exc}")
 
     def cancel(self) -> bool:
         """Stop the step and everything it started; False when it had already ended."""

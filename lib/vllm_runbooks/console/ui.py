@@ -151,6 +151,22 @@ class StepBox:
         for _, widget in self.params.values():
             widget.disabled = state in (StepState.RUNNING, StepState.DONE, StepState.UNAVAILABLE)
 
+    def show_parameters(self, used: dict[str, Any]) -> None:
+        """Show the values a recorded attempt ran with (a reopened incident shows what was run)."""
+        for name, value in used.items():
+            if name not in self.params:
+                continue
+            param, widget = self.params[name]
+            try:
+                if param.kind == "list" and isinstance(value, list):
+                    widget.value = ", ".join(map(str, value))
+                elif param.kind == "any":
+                    widget.value = "" if value is None else str(value)
+                else:
+                    widget.value = value
+            except Exception:  # a value the widget cannot hold (hand-edited run.json): leave the default
+                continue
+
     def show_record(self, incident: Incident, record: Any | None) -> None:
         if record is None:
             self.result.value, self.links.outputs, self.charts.outputs = "", (), ()
@@ -355,4 +371,7 @@ class Console:
             state, reason = states[box.spec.runbook]
             box.show_state(state, reason)
             if state != StepState.RUNNING and self.incident is not None:
-                box.show_record(self.incident, records.get(box.spec.runbook))
+                record = records.get(box.spec.runbook)
+                if state == StepState.DONE and record is not None:
+                    box.show_parameters(record.parameters)
+                box.show_record(self.incident, record)
