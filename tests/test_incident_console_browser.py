@@ -217,6 +217,6 @@ def test_console_walks_the_incident_in_a_browser(lab: dict[str, Any], lab_page: 
     assert not _step(page, "prefix_cache_check").locator("button.vr-run").is_disabled()
     assert _step(page, "canary_validation").locator("button.vr-run").is_disabled()
     assert _step(page, "compatibility_decision").locator(".vr-param-maintenance_window_available input").is_checked()
-    screenshot(page.locator(".vr-console"), "console-5-reopened")
+    screenshot(_step(page, "compatibility_decision"), "console-5-reopened-02")
     screenshot(_step(page, "prefix_cache_check"), "console-5-reopened-04")
     assert blocked == [], f"the lab page tried to reach the network: {blocked}"
