@@ -77,14 +77,18 @@ class History(ResultMixin, Record):
         return pd.DataFrame(self.table())
 
     def verdict_figure(self) -> Any:
+        """Verdicts over time, as a view that displays itself (offline HTML too)."""
+        from ..display import FigureView
         from .figures import verdict_figure
 
-        return verdict_figure(self)
+        return FigureView(verdict_figure(self))
 
     def trend_figure(self) -> Any:
+        """The watched figures over time, the first run of each regression marked."""
+        from ..display import FigureView
         from .figures import trend_figure
 
-        return trend_figure(self)
+        return FigureView(trend_figure(self))
 
     def _repr_html_(self) -> str:
         tone = {"steady": "good", "recovered": "warn", "regressed": "bad"}.get(self.verdict, "unknown")
