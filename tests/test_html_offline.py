@@ -26,11 +26,25 @@ LOCAL = {
     "compatibility_decision": ({}, ("evidence_capture",)),
     # "@runs": the folder holding this module's run directory (so the history has a run to draw)
     "validation_history": ({"runs_dir": "@runs"}, ("evidence_capture", "compatibility_decision")),
+    # runbooks landing from other branches (06, 07): their defaults, after 01/02 where they read them
+    "change_record": ({}, ("evidence_capture", "compatibility_decision")),
+    "fleet_survey": ({}, ()),
 }
 #: runbooks that need an endpoint: the embedded target's URL and model are added; kept small
 ENDPOINT = {
     "canary_validation": {"tool_calls": 2, "request_timeout_s": 60.0},
     "prefix_cache_check": {"requests": 3, "shared_prompt_tokens": 400, "max_requests": 10, "max_seconds": 60},
+    # runbook 05 (from another branch), bounded to a few seconds per stage
+    "load_check": {
+        "max_requests": 40,
+        "max_seconds": 60.0,
+        "stage_seconds": 5.0,
+        "max_concurrency": 2,
+        "level_requests": 4,
+        "level_seconds": 5.0,
+        "same_prefix_requests": 2,
+        "image_tools_requests": 1,
+    },
 }
 
 
