@@ -36,6 +36,7 @@ lint: $(BASE_STAMP)
 test: $(TARGET_STAMP) $(FLEET_STAMP)
 	$(VENV)/bin/ruff check lib tests scripts benchmarks runbooks notebooks
 	$(VENV)/bin/ruff format --check lib tests scripts benchmarks
+	bash scripts/install_browser.sh $(VENV)
 	$(PY) -m pytest -q -ra $(PYTEST_ARGS)
 
 demo: $(TARGET_STAMP)

@@ -22,4 +22,4 @@ R575_PLANTED = (
     "wJalrXUtnFEMI",
 )
 
-pytest_plugins = [p for p in ("target_fixtures",) if (TESTS_DIR / f"{p}.py").exists()]
+pytest_plugins = [p for p in ("target_fixtures", "browser_fixtures") if (TESTS_DIR / f"{p}.py").exists()]

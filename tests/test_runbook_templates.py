@@ -42,6 +42,7 @@ def test_the_four_runbooks_are_there() -> None:
         "canary_validation",
         "prefix_cache_check",
         "fleet_survey",
+        "validation_history",
     ]
 
 

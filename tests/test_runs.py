@@ -86,4 +86,4 @@ def test_companion_notebooks_execute(tmp_path: Path) -> None:
     pm.execute_notebook(
         str(REPO_ROOT / "notebooks" / "incident_console.ipynb"), str(console), progress_bar=False, cwd=str(REPO_ROOT)
     )
-    assert "Run 01 → 02" in console.read_text(encoding="utf-8")
+    assert "New incident" in console.read_text(encoding="utf-8")

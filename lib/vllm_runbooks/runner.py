@@ -634,16 +634,17 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def _render_html(notebook: Path) -> Path | None:
-    """Self-contained HTML next to the notebook (plotly.js is inlined by the figures themselves)."""
+    """Self-contained HTML next to the notebook: plotly.js inlined by the figures, no CDN script."""
     try:
         import nbformat
-        from nbconvert import HTMLExporter
+
+        from .offline_html import offline_html_exporter
 
         nb = nbformat.read(str(notebook), as_version=4)
         for cell in nb.cells:  # scraps are data for machines, not something to show a reader
             if cell.get("outputs"):
                 cell.outputs = [o for o in cell.outputs if set(o.get("data", {})) != {SCRAP_MIME}]
-        body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+        body, _ = offline_html_exporter().from_notebook_node(nb)
     except Exception as exc:  # an unreadable notebook still gets an HTML page saying why
         body = f"<html><body><h1>HTML rendering failed</h1><pre>{redact_text(repr(exc))}</pre></body></html>"
     html_path = notebook.with_suffix(".html")

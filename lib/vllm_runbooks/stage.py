@@ -63,6 +63,7 @@ RESULT_MODULES: dict[str, str] = {
     "canary_validation": "vllm_runbooks.canary.model",
     "prefix_cache_check": "vllm_runbooks.prefix_cache.result",
     "fleet_survey": "vllm_runbooks.fleet.result",
+    "validation_history": "vllm_runbooks.history.model",
 }
 
 #: schema name → result class; runbook name → result class. Filled by :func:`register_result`.

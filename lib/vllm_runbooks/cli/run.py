@@ -51,6 +51,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"exit {exit_codes.VERDICT} when the runbook's verdict is one of these "
         "(for schedulers: e.g. --fail-on-verdict fail incomplete)",
     )
+    parser.add_argument(
+        "--junit-xml",
+        metavar="PATH",
+        help="also write a JUnit XML report (one test case per step/check, the verdict checked "
+        "against --fail-on-verdict) for Jenkins, GitLab, GitHub Actions",
+    )
     parser.set_defaults(func=cmd_run)
 
     lister = sub.add_parser("list", help="list the runbooks in procedure order")
@@ -59,14 +65,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run one runbook; FAILED when a cell raised, VERDICT when the verdict is one to fail on."""
-    from ..runner import coerce_cli_value, load_param_file, run_runbook
+    from ..junit import write_junit
+    from ..runner import RunbookError, coerce_cli_value, load_param_file, run_runbook
 
     params: dict = {}
     if args.parameters_file:
         params.update(load_param_file(args.parameters_file))
     params.update({k: coerce_cli_value(v) for k, v in args.parameter})
     params.update(dict(args.raw_parameter))
-    result = run_runbook(args.name, params, args.run_dir, progress=not args.no_progress, kernel_name=args.kernel)
+    try:
+        result = run_runbook(args.name, params, args.run_dir, progress=not args.no_progress, kernel_name=args.kernel)
+    except RunbookError as exc:
+        if args.junit_xml:  # a refused scheduled run is still a red test in the CI, not a missing report
+            write_junit(args.junit_xml, [{"name": args.name, "status": "refused", "error": str(exc)}])
+        raise
+    if args.junit_xml:
+        write_junit(args.junit_xml, [result], args.fail_on_verdict)
     if args.format == "json":
         print(result.to_json())
     else:

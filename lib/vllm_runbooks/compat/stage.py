@@ -272,7 +272,6 @@ def run(config: Config) -> CompatResult:
 def remediation_controls(result: CompatResult, constraints: OrgConstraints) -> Any:
     """ipywidgets toggles that re-run the recommendation live (interactive use in JupyterLab)."""
     import ipywidgets as widgets
-    from IPython.display import HTML, display
 
     from .remediate import recommend
 
@@ -294,9 +293,11 @@ def remediation_controls(result: CompatResult, constraints: OrgConstraints) -> A
             **{k: w.value for k, w in toggles.items()},
             recovery_deadline_hours=deadline.value or None,
         )
-        with out:
-            out.clear_output()
-            display(HTML(recommend(result.report.decision, chosen, lint=result.report.lint)._repr_html_()))
+        html = recommend(result.report.decision, chosen, lint=result.report.lint)._repr_html_()
+        # Set the output directly, not through ``with out:``: under papermill that capture routes the
+        # cell's messages to the widget and intermittently left nbclient waiting for the cell's end
+        # until the execution timeout (seen: 02 hanging 60 s of 60, and 30 min with the default).
+        out.outputs = ({"output_type": "display_data", "data": {"text/html": html}, "metadata": {}},)
 
     for w in [*toggles.values(), deadline]:
         w.observe(refresh, names="value")

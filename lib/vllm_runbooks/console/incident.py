@@ -1,0 +1,157 @@
+"""One run directory per incident: create it, reopen it, and read where each step stands.
+
+Every press of Run writes into the incident's run directory and never over an earlier file:
+before a step is run again (after a cancel or a failure), its earlier notebook and HTML copy are
+moved to ``attempts/`` (exclusive names), and the cancellation itself is recorded in run.json
+with ``status: cancelled``, so the record shows every attempt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ..records import utc_now
+from ..runner import DEFAULT_RUNS_DIR, RUN_JSON, RunbookResult, new_run_dir, record_run
+
+ATTEMPTS = "attempts"
+INCIDENT_LABEL = "incident"
+
+
+@dataclasses.dataclass
+class StepRecord:
+    """The latest attempt of one runbook in this incident, as run.json has it."""
+
+    runbook: str
+    status: str  # ok | failed | cancelled
+    verdict: str | None
+    figures: dict[str, Any]
+    notebook: str | None
+    html: str | None
+    error: str | None
+    duration_s: float | None
+    parameters: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+class Incident:
+    """An incident's run directory."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir).resolve()
+
+    @classmethod
+    def create(cls, base: str | Path | None = None, label: str = INCIDENT_LABEL) -> Incident:
+        """A new incident: a fresh run directory (exclusive create, never an existing one)."""
+        return cls(new_run_dir(Path(base or DEFAULT_RUNS_DIR), label=label))
+
+    @classmethod
+    def open(cls, run_dir: str | Path) -> Incident:
+        """Reopen an existing incident; refuses a path that is not a readable run directory."""
+        path = Path(run_dir).expanduser()
+        if not path.is_dir():
+            raise FileNotFoundError(f"{path}: no such run directory")
+        incident = cls(path)
+        incident.records()  # raises ValueError on an unreadable run.json
+        return incident
+
+    def run_json(self) -> dict[str, Any]:
+        path = self.run_dir / RUN_JSON
+        if not path.exists():
+            return {"runbooks": []}
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ValueError(f"{path} is unreadable ({exc})") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("runbooks"), list):
+            raise ValueError(f"{path} is not a run record")
+        return data
+
+    def records(self) -> dict[str, StepRecord]:
+        """runbook → its latest attempt."""
+        out: dict[str, StepRecord] = {}
+        for entry in self.run_json()["runbooks"]:
+            if not isinstance(entry, dict) or not entry.get("name"):
+                continue
+            head = entry.get("headline") if isinstance(entry.get("headline"), dict) else {}
+            out[entry["name"]] = StepRecord(
+                runbook=entry["name"],
+                status=str(entry.get("status")),
+                verdict=head.get("verdict"),
+                figures=head.get("figures") if isinstance(head.get("figures"), dict) else {},
+                notebook=entry.get("notebook"),
+                html=entry.get("html"),
+                error=entry.get("error"),
+                duration_s=entry.get("duration_s"),
+                parameters=entry.get("parameters") if isinstance(entry.get("parameters"), dict) else {},
+            )
+        return out
+
+    def attempts(self) -> list[dict[str, Any]]:
+        """Every attempt in the order it was recorded (runbook, status, verdict)."""
+        return [
+            {"runbook": e.get("name"), "status": e.get("status"), "verdict": (e.get("headline") or {}).get("verdict")}
+            for e in self.run_json()["runbooks"]
+            if isinstance(e, dict)
+        ]
+
+    def move_aside(self, template_name: str, why: str) -> list[Path]:
+        """Move an earlier attempt's notebook and HTML to ``attempts/`` (never over a file)."""
+        moved = []
+        stem = Path(template_name).stem
+        for suffix in (".ipynb", ".html"):
+            source = self.run_dir / f"{stem}{suffix}"
+            if not source.exists():
+                continue
+            folder = self.run_dir / ATTEMPTS
+            folder.mkdir(exist_ok=True)
+            for n in range(1, 1000):
+                target = folder / f"{stem}-{why}-{n}{suffix}"
+                try:
+                    os.link(source, target)  # exclusive: fails when the name is taken
+                except FileExistsError:
+                    continue
+                source.unlink()
+                moved.append(target)
+                break
+        return moved
+
+    def record_cancelled(self, runbook: str, template_name: str, parameters: dict[str, Any], started: str,
+                         duration_s: float) -> RunbookResult:  # fmt: skip
+        """Record a cancelled step in run.json; its partial notebook is kept under attempts/."""
+        moved = self.move_aside(template_name, "cancelled")
+        notebook = next((str(p) for p in moved if p.suffix == ".ipynb"), "")
+        result = RunbookResult(
+            name=runbook,
+            notebook=notebook,
+            html=None,
+            status="cancelled",
+            started_at=started,
+            ended_at=utc_now(),
+            duration_s=round(duration_s, 2),
+            parameters=parameters,
+            error="cancelled from the incident console",
+            headline=None,
+            run_dir=str(self.run_dir),
+        )
+        record_run(self.run_dir, result)
+        return result
+
+    def prepare_rerun(self, template_name: str) -> None:
+        """Before running a step again: keep the failed attempt's files under attempts/."""
+        self.move_aside(template_name, "failed")
+
+    def link(self, path: str | Path | None, from_dir: str | Path | None = None) -> str | None:
+        """A link to ``path`` relative to the notebook's folder (JupyterLab opens those), or None."""
+        if not path:
+            return None
+        rel = os.path.relpath(Path(path), Path(from_dir or os.getcwd()))
+        return rel.replace(os.sep, "/")
+
+
+def incident_id(run_dir: Path) -> str:
+    """The short name people say: the run directory's name without the timestamp."""
+    return re.sub(r"^\d{8}T\d{6}Z-", "", run_dir.name)
