@@ -30,6 +30,7 @@ from typing import Any
 from . import __version__
 from .records import Record, utc_now
 from .redact import redact_obj, redact_parameters, redact_text
+from .report_view import render_report_view
 from .scraps import SCRAP_MIME, read_scraps
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -208,6 +209,7 @@ def run_runbook(
         shutil.copyfile(template, output)
     _scrub_notebook(output)
     html_path = _render_html(output)
+    render_report_view(output)  # the approver's view: results without code, beside the full HTML
     headline = read_scraps(output).get("headline") if output.stat().st_size else None
     result = RunbookResult(
         name=short,
