@@ -168,7 +168,7 @@ def _runbooks(run: RunView) -> tuple[list[RunbookLine], list[str]]:
             reason = "runbook 05 (load check) is not part of this run"
         else:
             reason = planned.get("reason") or "not run in this run directory"
-        lines.append(RunbookLine(name, "skipped" if planned else "not run", None, reason))
+        lines.append(RunbookLine(name, str(planned.get("status") or "not run"), None, reason))
         missing.append(f"{name}: {reason}")
     return lines, missing
 

@@ -1,0 +1,133 @@
+"""Runbook 06 and the suite: records built from real runs, ticked only from evidence.
+
+The suite tests use tiny templates (tests/notebook_factory.py) beside the real runbook 06, so a
+failing runbook costs seconds; the record is checked on real runs of the sample incidents and of
+the embedded vLLM target in test_change_record_server.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import R575_PLANTED, REPO_ROOT
+from notebook_factory import make_template
+from vllm_runbooks.record import RecordRefused, build_record, to_html, to_markdown
+from vllm_runbooks.runner import RunbookError
+from vllm_runbooks.suite import run_suite
+
+OK_BODY = [
+    "from vllm_runbooks.scraps import glue\nfrom vllm_runbooks.artefacts import write_artefact",
+    "write_artefact(run_dir, 'smoke/out.json', {'launch': launch_command})",
+    "glue('headline', {'runbook': 'smoke', 'verdict': 'pass', 'figures': {'launch': launch_command}})",
+]
+FAIL_BODY = ["raise RuntimeError('collector exploded on purpose')"]
+SECRET_LAUNCH = f"vllm serve m --api-key {R575_PLANTED[1]} --hf-token {R575_PLANTED[0]}"
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("templates")
+    make_template(folder, "01_smoke.ipynb", OK_BODY, "run_dir = None\nlaunch_command = ''\n")
+    make_template(folder, "02_boom.ipynb", FAIL_BODY)
+    make_template(folder, "03_talker.ipynb", ["pass"], "run_dir = None\nendpoint = 'http://127.0.0.1:8000'\n")
+    shutil.copy(REPO_ROOT / "runbooks" / "06_change_record.ipynb", folder / "06_change_record.ipynb")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def suite_run(templates: Path, tmp_path_factory: pytest.TempPathFactory):
+    run_dir = tmp_path_factory.mktemp("suite") / "run"
+    params = {"shared": {"launch_command": SECRET_LAUNCH, "endpoint": None}, "change_record": {"today": "2026-12-01"}}
+    return run_suite(params, run_dir, templates=templates)
+
+
+def planted_in(folder: Path) -> list[str]:
+    hits = []
+    for path in folder.rglob("*"):
+        if path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            hits += [f"{path.name}: {s}" for s in R575_PLANTED if s in text]
+    return hits
+
+
+def check_links(record, run_dir: Path) -> None:
+    """Every ticked / verified / present item cites files that exist; every other one says why."""
+    items = record.checklist + record.verified + record.unverified + record.baseline
+    for item in items:
+        done = getattr(item, "ticked", getattr(item, "verified", getattr(item, "present", False)))
+        if done and not (getattr(item, "item", "") == "rollback" and not item.evidence):
+            assert item.evidence, f"{item} ticked without evidence"
+            for c in item.evidence:
+                assert (run_dir / c.artefact).is_file(), c.artefact
+                assert record.artefacts[c.artefact] == c.sha256
+        if not done:
+            assert item.reason.strip(), f"{item} unticked without a reason"
+
+
+@pytest.mark.slow
+def test_suite_survives_a_failing_runbook_and_the_record_says_why(suite_run) -> None:
+    status = {e.name: e.status for e in suite_run.runbooks}
+    assert status == {"smoke": "ok", "boom": "failed", "talker": "skipped", "change_record": "ok"}
+    run_dir = Path(suite_run.run_dir)
+    record = json.loads((run_dir / "change_record.json").read_text(encoding="utf-8"))
+    missing = "\n".join(record["missing"])
+    assert "boom: failed — RuntimeError: collector exploded on purpose" in missing
+    assert "talker: no endpoint given" in missing
+    assert "evidence_capture: not run in this run directory" in missing
+    assert not suite_run.ok
+
+
+@pytest.mark.slow
+def test_suite_never_overwrites_an_earlier_run(suite_run, templates: Path) -> None:
+    before = sorted(p.name for p in Path(suite_run.run_dir).iterdir())
+    with pytest.raises(RunbookError, match="not empty"):
+        run_suite({}, suite_run.run_dir, templates=templates)
+    assert sorted(p.name for p in Path(suite_run.run_dir).iterdir()) == before
+
+
+@pytest.mark.slow
+def test_no_planted_secret_in_any_suite_output(suite_run) -> None:
+    run_dir = Path(suite_run.run_dir)
+    assert (run_dir / "change_record.md").is_file() and (run_dir / "06_change_record.report.html").is_file()
+    assert planted_in(run_dir) == []
+
+
+@pytest.mark.slow
+def test_record_refuses_an_altered_artefact_naming_it(suite_run, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(suite_run.run_dir, copy)
+    record = build_record(copy)
+    check_links(record, copy)
+    target = copy / "smoke" / "out.json"
+    target.write_text(target.read_text(encoding="utf-8").replace("vllm", "VLLM"), encoding="utf-8")
+    with pytest.raises(RecordRefused, match=r"smoke/out\.json: sha256 differs"):
+        build_record(copy)
+    target.unlink()
+    with pytest.raises(RecordRefused, match=r"smoke/out\.json: listed in run.json but missing"):
+        build_record(copy)
+
+
+def test_record_refuses_a_corrupt_run_json_and_a_missing_baseline(tmp_path: Path) -> None:
+    (tmp_path / "run.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(RecordRefused, match="run.json: unreadable"):
+        build_record(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    record = build_record(empty)  # nothing ran: every item unticked, with a reason
+    assert not any(c.ticked for c in record.checklist) and all(c.reason for c in record.checklist)
+    with pytest.raises(RecordRefused, match="missing"):
+        build_record(empty, tmp_path / "nowhere")
+
+
+def test_markdown_escapes_table_cells_and_html_is_offline(tmp_path: Path) -> None:
+    record = build_record(tmp_path)
+    record.reasons = ["a | b <script>alert(1)</script>"]
+    text = to_markdown(record)
+    assert "a \\| b &lt;script>" in text
+    page = to_html(text, "t")
+    assert "<script>" not in page and "http" not in page.split("<body>")[0]
+    assert "<h2>Change checklist (ticked from evidence only)</h2>" in page and "<table>" in page
