@@ -213,6 +213,8 @@ def _adopted_path(
         "recommended": recommended,
         "recommended_title": remediation.get("title"),
         "evidence": [e.to_dict() for e in evidence],
+        "from_run": ("baseline run " if source is base and base is not None else "this run ")
+        + (source.run_id if source is not None else ""),
     }
     if not recommended:
         out["note"] = "runbook 02 recorded no remediation in this run" + (" or the baseline" if base else "")

@@ -7,10 +7,12 @@ scraps in runbook 06); both views come from these dataclasses, so they cannot di
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..display import banner, html_table
 from ..records import Record
+from ..stage import Headline, ResultMixin, register_result
 
 
 @dataclass
@@ -105,11 +107,15 @@ class RunbookLine(Record):
     report_html: str | None = None
 
 
+@register_result
 @dataclass(repr=False)
-class ChangeRecord(Record):
-    """Runbook 06's result: the record a platform owner signs."""
+class ChangeRecord(ResultMixin, Record):
+    """Runbook 06's result: the record a platform owner signs (the stage contract's result)."""
 
     SCHEMA = "change_record"
+    RUNBOOK = "change_record"
+    VERDICTS = ("ready", "incomplete", "regressed")
+    ARTEFACT = "change_record.json"
     run_id: str
     run_dir: str
     created_at: str
@@ -160,12 +166,11 @@ class ChangeRecord(Record):
             return "regressed"
         return "ready" if self.checklist and all(c.ticked for c in self.checklist) else "incomplete"
 
-    def headline(self) -> dict[str, Any]:
+    def headline(self) -> Headline:
         """The compact summary run.json keeps (runbook, verdict, figures)."""
-        return {
-            "runbook": "change_record",
-            "verdict": self.verdict,
-            "figures": {
+        return self.make_headline(
+            self.verdict,
+            {
                 "path": self.adopted_path.get("path"),
                 "chosen_by_hand": bool(self.adopted_path.get("chosen_by_hand")),
                 "checklist_ticked": sum(c.ticked for c in self.checklist),
@@ -177,10 +182,15 @@ class ChangeRecord(Record):
                 "artefacts_cited": len(self.artefacts),
                 "reevaluate_on": self.reevaluate_on,
             },
-        }
+        )
 
-    def scraps(self) -> dict[str, Any]:
-        return {"change_record": self.to_dict(), "headline": self.headline()}
+    def save(self, run_dir: str | Path | None) -> Path | None:
+        """Markdown, JSON and offline HTML beside the notebook (redacted, new files); returns the JSON."""
+        if not run_dir:
+            return None
+        from .render import save_record
+
+        return save_record(self, run_dir)["json"]
 
     def _repr_html_(self) -> str:
         tone = {"ready": "good", "incomplete": "warn", "regressed": "bad"}[self.verdict]

@@ -63,18 +63,19 @@ def to_markdown(record: ChangeRecord) -> str:
     if path.get("chosen_by_hand"):
         lines += [
             f"Chosen by hand (parameter `adopted_path`). Runbook 02 recommended: "
-            f"`{_cell(path.get('recommended'))}` — {_cell(path.get('recommended_title'))}.",
+            f"`{_cell(path.get('recommended'))}` — {_cell(path.get('recommended_title'))} "
+            f"({_cell(path.get('from_run'))}).",
             "",
         ]
     else:
-        lines += ["From runbook 02's remediation.", ""]
+        lines += [f"From runbook 02's remediation ({_cell(path.get('from_run'))}).", ""]
     for ev in path.get("evidence") or []:
         c = Citation.from_dict(ev)
         lines += [f"Evidence: [{_cell(c.text())}]({_href(c.artefact)})", ""]
     if path.get("note"):
         lines += [f"_{_cell(path['note'])}_", ""]
 
-    lines += ["## Reason", ""]
+    lines += ["## Reason", "", f"Runbook 02's reasons and inputs ({_cell(path.get('from_run'))}):", ""]
     lines += [f"- {_cell(r)}" for r in record.reasons] or ["- _(runbook 02 recorded no reasons)_"]
     if record.constraints:
         lines += ["", "Constraints (runbook 02's inputs):", ""]

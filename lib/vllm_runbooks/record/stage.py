@@ -54,5 +54,5 @@ def run(config: Config) -> ChangeRecord:
 
 
 def save(record: ChangeRecord, run_dir: str | Path) -> dict[str, Any]:
-    """Markdown, JSON and HTML of the record beside the executed notebook."""
+    """Markdown, JSON and HTML of the record beside the executed notebook, by kind."""
     return save_record(record, run_dir)
