@@ -117,7 +117,12 @@ def agent_retry(ctx: StepContext) -> Outcome:
     if before is None or after is None:
         details["abort_metric"] = "the server does not report vllm:request_success{finished_reason=abort}"
     else:
-        details["abort_metric"] = f"aborted requests counted: {after - before:g}"
+        delta = after - before
+        details["abort_metric"] = (
+            f"the abort is visible in its metrics ({delta:g} aborted request(s) counted)"
+            if delta > 0
+            else "the abort is not visible in its metrics (request_success{finished_reason=abort} unchanged)"
+        )
     evidence = {"abandoned": dropped, "retry_calls": [c.to_dict() for c in checks]}
     problems = []
     if dropped["done_before_abandon"] or not dropped["chunks"]:
