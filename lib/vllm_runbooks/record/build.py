@@ -255,27 +255,56 @@ def _step_scope(run: RunView, steps: dict, name: str, cite: _Cite) -> tuple[bool
     return False, f"canary step {name} {status}: {reason}", []
 
 
-def _load_stage(run: RunView, *keys: str) -> tuple[bool | None, str, list[Citation], RunView | None]:
-    """What runbook 05 says about a stage (restart, long context, concurrency); None = not recorded."""
+LOAD_FILE = "load/load_check.json"
+
+
+def _load_stages(run: RunView) -> dict[str, dict[str, Any]]:
+    """Runbook 05's stages by name (load/load_check.json; else the headline's status map)."""
+    data = run.read_json(LOAD_FILE) if LOAD_FILE in run.manifest else None
+    stages = data.get("stages") if isinstance(data, dict) else None
+    if isinstance(stages, list):
+        return {s["stage"]: s for s in stages if isinstance(s, dict) and isinstance(s.get("stage"), str)}
+    entry = run.entry(LOAD_CHECK)
+    status = entry.figures.get("stages") if entry else None
+    return (
+        {k: {"stage": k, "status": v, "reason": ""} for k, v in (status or {}).items()}
+        if isinstance(status, dict)
+        else {}
+    )
+
+
+def _load_stage(run: RunView, stage: str) -> tuple[bool | None, str]:
+    """(passed, reason) of one runbook 05 stage; None when 05 did not run or did not record it."""
     entry = run.entry(LOAD_CHECK)
     if entry is None:
-        return None, "runbook 05 (load check) did not run", [], None
+        return None, "runbook 05 (load check) did not run"
     if entry.status != "ok":
-        return None, f"runbook 05 (load check) failed: {entry.error or 'no error recorded'}", [], None
-    figures = entry.figures
-    stages = figures.get("stages") if isinstance(figures.get("stages"), dict) else {}
-    for key in keys:
-        for source in (stages, figures):
-            if key in source:
-                value = source[key]
-                ok = value in (True, "pass", "ok") or (
-                    isinstance(value, dict) and value.get("status") in ("pass", "ok")
-                )
-                return ok, f"runbook 05 {key}: {value}", [], run
-    return None, f"runbook 05 recorded no {' / '.join(keys)} result", [], None
+        return None, f"runbook 05 (load check) failed: {entry.error or 'no error recorded'}"
+    found = _load_stages(run).get(stage)
+    if found is None:
+        return None, f"runbook 05 recorded no {stage!r} stage"
+    status, reason = found.get("status"), str(found.get("reason") or "")
+    return status == "pass", f"runbook 05 stage {stage}: {status}" + (f" ({reason})" if reason else "")
+
+
+def _load_restarts(run: RunView) -> tuple[bool | None, str]:
+    """Restart stability: runbook 05's health stage restarted the server N times, each healthy again."""
+    ok, reason = _load_stage(run, "health")
+    if ok is None:
+        return None, reason
+    restarts = (_load_stages(run).get("health", {}).get("details") or {}).get("restarts")
+    if not restarts:
+        return None, "runbook 05 ran without restarts (give restart_count with restart_command or restart_target)"
+    bad = [r for r in restarts if not (isinstance(r, dict) and r.get("ok"))]
+    if bad:
+        return False, f"runbook 05: {len(bad)} of {len(restarts)} restarts did not come back healthy"
+    times = [r.get("seconds_to_healthy") for r in restarts]
+    return True, f"runbook 05: {len(restarts)} restarts, healthy again after {times} s"
 
 
 def _cite_load(run: RunView, cite: _Cite, what: str, value: Any) -> list[Citation]:
+    if LOAD_FILE in run.manifest and run.exists(LOAD_FILE):
+        return [cite(LOAD_CHECK, LOAD_FILE, what, value)]
     entry = run.entry(LOAD_CHECK)
     if entry and entry.notebook and entry.notebook in run.manifest:
         return [cite(LOAD_CHECK, entry.notebook, what, value)]
@@ -290,8 +319,8 @@ def _scope(
     for key, step in (("model_load", "model_load"), ("short_text", "short_text")):
         ok, reason, ev = _step_scope(run, steps, step, cite)
         items.append(ScopeItem(key, titles[key], ok, reason, ev))
-    ok, reason, _, _ = _load_stage(run, "long_context", "near_target_context", "long_text")
-    ev = _cite_load(run, cite, "long context stage", "pass") if ok else []
+    ok, reason = _load_stage(run, "single_long")
+    ev = _cite_load(run, cite, "stage single_long", "pass") if ok else []
     items.append(ScopeItem("long_text", titles["long_text"], bool(ok and ev), reason, ev))
     ok, reason, ev = _step_scope(run, steps, "image_input", cite)
     items.append(ScopeItem("image", titles["image"], ok, reason, ev))
@@ -307,14 +336,17 @@ def _scope(
     items.append(ScopeItem("communication", titles["communication"], ok, reason, ev))
 
     always = words["unverified_always"]
-    conc, reason, _, _ = _load_stage(run, "concurrency", "concurrency_ramp", "target_concurrency")
-    ev = _cite_load(run, cite, "concurrency at the target", "pass") if conc else []
+    conc, reason = _load_stage(run, "ramp")
+    load = run.entry(LOAD_CHECK)
+    if conc and load is not None and load.verdict != "pass":
+        conc, reason = False, f"runbook 05 verdict {load.verdict!r}: {load.figures.get('reason') or ''}"
+    ev = _cite_load(run, cite, "stage ramp (to max_concurrency)", "pass") if conc else []
     items.append(
         ScopeItem(
             "production_concurrency",
             always["production_concurrency"],
             bool(conc and ev),
-            reason if not conc else "runbook 05 passed at the target concurrency",
+            reason if not ev else "runbook 05 passed its ramp to the target concurrency",
             ev,
         )
     )
@@ -326,8 +358,8 @@ def _scope(
             "no soak window is part of this procedure: watch the first hours (rollback conditions)",
         )
     )
-    rest, reason, _, _ = _load_stage(run, "restart", "restart_stability")
-    ev = _cite_load(run, cite, "restart stability", "pass") if rest else []
+    rest, reason = _load_restarts(run)
+    ev = _cite_load(run, cite, "restart stability", reason) if rest else []
     items.append(
         ScopeItem(
             "failure_recovery",
@@ -413,9 +445,9 @@ def _checklist(
             out.append(ChecklistItem("startup_failure_gone", texts["startup_failure_gone"], False, "; ".join(why)))
 
     # 2. model load and restart
-    rest, reason, _, _ = _load_stage(run, "restart", "restart_stability")
+    rest, reason = _load_restarts(run)
     if loads and rest:
-        ev = by["model_load"].evidence + _cite_load(run, cite, "restart stability", "pass")
+        ev = by["model_load"].evidence + _cite_load(run, cite, "restart stability", reason)
         out.append(
             ChecklistItem(
                 "load_and_restart", texts["load_and_restart"], True, "model load (03) and restarts (05) pass", ev
@@ -470,8 +502,9 @@ def _checklist(
     comm_errors = sorted(
         c for c in error_classes(run) if "nccl" in c.lower() or "communication" in c.lower() or c == "canary:multi_gpu"
     )
-    load_comm, load_reason, _, _ = _load_stage(run, "communication", "multi_node")
-    if comm and not comm_errors and load_comm is not False:
+    load_failed = _load_stages(run).get("multi_node", {}).get("status") == "fail"
+    load_reason = _load_stage(run, "multi_node")[1]
+    if comm and not comm_errors and not load_failed:
         out.append(ChecklistItem("communication", texts["communication"], True, comm.reason, comm.evidence))
     else:
         why = []
@@ -479,7 +512,7 @@ def _checklist(
             why.append(_step_scope(run, steps, "multi_gpu", cite)[1])
         if comm_errors:
             why.append(f"communication error classes in the logs: {', '.join(comm_errors)}")
-        if load_comm is False:
+        if load_failed:
             why.append(load_reason)
         out.append(ChecklistItem("communication", texts["communication"], False, "; ".join(why)))
 
@@ -640,18 +673,22 @@ def _rollback(
             )
         )
     load = run.entry(LOAD_CHECK)
-    for key, value in sorted((load.parameters if load else {}).items()):
-        low = key.lower()
-        if ("ttft" in low or "itl" in low or "latency" in low or "error_rate" in low) and value is not None:
-            conc = load.parameters.get("target_concurrency") or load.parameters.get("max_concurrency")
-            at = f" at concurrency {conc}" if conc else ""
-            out.append(
-                RollbackCondition(
-                    "node assignment",
-                    f"{key} limit {value} exceeded{at}: take the node out of the pool",
-                    "runbook 05 parameter " + key,
+    if load is not None:
+        p = load.parameters
+        conc = load.figures.get("knee_concurrency") or p.get("max_concurrency")
+        at = f" at concurrency {conc}" if conc else ""
+        limits = {
+            "slo_ttft_ms": f"p95 TTFT above {p.get('slo_ttft_ms')} ms{at}",
+            "slo_tpot_ms": f"p95 time per output token above {p.get('slo_tpot_ms')} ms{at}",
+            "max_error_rate": f"error rate above {p.get('max_error_rate')}{at}",
+        }
+        for key, text in limits.items():
+            if p.get(key) is not None:
+                out.append(
+                    RollbackCondition(
+                        "node assignment", f"{text}: take the node out of the pool", f"runbook 05 parameter {key}"
+                    )
                 )
-            )
     if not load:
         out.append(
             RollbackCondition(

@@ -80,7 +80,8 @@ def canary_steps(view: RunView) -> dict[str, dict[str, Any]]:
 
 
 def error_classes(view: RunView) -> set[str]:
-    """Labels of error and critical log findings (runbook 02's diagnosis) and failed canary steps' kinds."""
+    """Labels of error and critical log findings (runbook 02's diagnosis), failed canary steps and
+    runbook 05's request error classes."""
     found: set[str] = set()
     diagnosis = view.scraps("compatibility_decision").get("log_diagnosis")
     for item in (diagnosis or {}).get("items") or [] if isinstance(diagnosis, dict) else []:
@@ -90,6 +91,10 @@ def error_classes(view: RunView) -> set[str]:
     for name, step in canary_steps(view).items():
         if step.get("status") == "fail":
             found.add(f"canary:{name}")
+    load = view.entry("load_check")
+    classes = load.figures.get("error_classes") if load else None
+    if isinstance(classes, dict):
+        found.update(f"load:{k}" for k, v in classes.items() if v)
     return found
 
 
