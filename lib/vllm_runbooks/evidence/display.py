@@ -133,6 +133,7 @@ class Section:
 
 
 def section(ev: Evidence, name: str) -> Section:
+    """A titled key/value view of one evidence section, with its status and reason."""
     title, item, keys = SECTIONS.get(name, (name, name, None))
     it = ev.items.get(item)
     if it is None:
@@ -141,6 +142,7 @@ def section(ev: Evidence, name: str) -> Section:
 
 
 def evidence_html(ev: Evidence) -> str:
+    """The evidence overview: verdict, key figures, and every collector's status and reason."""
     h = ev.headline().to_dict()
     rows = "".join(
         f"<tr><td>{html.escape(k)}</td><td>{_badge(v.status)}</td><td style='text-align:left'>"
@@ -159,6 +161,7 @@ def evidence_html(ev: Evidence) -> str:
 
 
 def gpu_table(ev: Evidence) -> pd.DataFrame:
+    """One row per GPU (name, compute capability, memory, NVLink), as a DataFrame."""
     import pandas as pd
 
     cols = [
@@ -182,6 +185,7 @@ def gpu_table(ev: Evidence) -> pd.DataFrame:
 
 
 def memory_figure(ev: Evidence) -> FigureView:
+    """GPU memory used / total per GPU (a figure that displays itself)."""
     import plotly.graph_objects as go
 
     gpus = ev.get("nvidia", "gpus") or []
@@ -211,6 +215,7 @@ def _topo_score(label: str) -> float:
 
 
 def topology_figure(ev: Evidence) -> FigureView:
+    """The GPU-to-GPU topology matrix as a heatmap (a figure that displays itself)."""
     import plotly.graph_objects as go
 
     topo = ev.get("nvidia", "topology") or {}
@@ -240,6 +245,8 @@ def topology_figure(ev: Evidence) -> FigureView:
 
 @dataclass
 class LogsView:
+    """The stored logs: sizes, truncation, and the first errors with line numbers."""
+
     files: list[dict[str, Any]]
     status: str
     reason: str | None
@@ -269,6 +276,7 @@ class LogsView:
 
 
 def logs_view(ev: Evidence) -> LogsView:
+    """The logs view of the evidence."""
     it = ev.items.get("logs")
     return LogsView(
         (it.value.get("files") if it else None) or [],
@@ -278,6 +286,7 @@ def logs_view(ev: Evidence) -> LogsView:
 
 
 def unavailable_table(ev: Evidence) -> pd.DataFrame:
+    """What could not be established, and why, as a DataFrame."""
     import pandas as pd
 
     rows = [
