@@ -177,8 +177,9 @@ def _remediation(view: RunView | None) -> dict[str, Any]:
     if view is None:
         return {}
     found = view.read_json("compat/decision.json")
-    if isinstance(found, dict) and isinstance(found.get("remediation"), dict):
-        return found["remediation"]
+    report = found.get("report") if isinstance(found, dict) else None
+    if isinstance(report, dict) and isinstance(report.get("remediation"), dict):
+        return report["remediation"]
     scrap = view.scraps("compatibility_decision").get("remediation")
     return scrap if isinstance(scrap, dict) else {}
 
@@ -403,7 +404,7 @@ def _checklist(
 
     # 1. the startup failure no longer reproduces: before (baseline) failing, after starting
     after = run.entry("compatibility_decision")
-    after_ok = after is not None and after.status == "ok" and after.verdict == "compatible"
+    after_ok = after is not None and after.status == "ok" and str(after.verdict or "").startswith("compatible")
     loads = "model_load" in by
     if base is None:
         out.append(
@@ -416,7 +417,11 @@ def _checklist(
         )
     else:
         before = base.entry("compatibility_decision")
-        before_bad = before is not None and before.status == "ok" and before.verdict not in (None, "compatible")
+        before_bad = (
+            before is not None
+            and before.status == "ok"
+            and not str(before.verdict or "compatible").startswith("compatible")
+        )
         if before_bad and after_ok and loads:
             ev = _verdict_citation(base, "compatibility_decision", cite_base) + _verdict_citation(
                 run, "compatibility_decision", cite

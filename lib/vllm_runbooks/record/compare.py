@@ -18,7 +18,16 @@ from .model import Change
 from .sources import RunView
 
 #: Verdicts that mean "this works"; a move away from one of them is a regression.
-GOOD_VERDICTS = {"pass", "compatible", "working", "complete", "ready", "ok"}
+GOOD_VERDICTS = {
+    "pass",
+    "compatible",
+    "compatible_minor_version",
+    "compatible_forward_compat",
+    "working",
+    "complete",
+    "ready",
+    "ok",
+}
 #: Severities of log findings that count as an error class.
 ERROR_SEVERITIES = {"critical", "error"}
 
@@ -83,7 +92,9 @@ def error_classes(view: RunView) -> set[str]:
     """Labels of error and critical log findings (runbook 02's diagnosis), failed canary steps and
     runbook 05's request error classes."""
     found: set[str] = set()
-    diagnosis = view.scraps("compatibility_decision").get("log_diagnosis")
+    saved = view.read_json("compat/decision.json")
+    diagnosis = saved.get("logs") if isinstance(saved, dict) and isinstance(saved.get("logs"), dict) else None
+    diagnosis = diagnosis or view.scraps("compatibility_decision").get("log_diagnosis")
     for item in (diagnosis or {}).get("items") or [] if isinstance(diagnosis, dict) else []:
         for finding in item.get("findings") or [] if isinstance(item, dict) else []:
             if isinstance(finding, dict) and finding.get("severity") in ERROR_SEVERITIES and finding.get("label"):
