@@ -131,3 +131,62 @@ def test_markdown_escapes_table_cells_and_html_is_offline(tmp_path: Path) -> Non
     page = to_html(text, "t")
     assert "<script>" not in page and "http" not in page.split("<body>")[0]
     assert "<h2>Change checklist (ticked from evidence only)</h2>" in page and "<table>" in page
+
+
+def _write_run(run_dir: Path, entries: list[dict], files: dict[str, dict]) -> None:
+    """A run directory as the runner leaves it: artefacts plus run.json with their sha256."""
+    from vllm_runbooks.runner import sha256_file
+
+    for rel, data in files.items():
+        (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run_dir / rel).write_text(json.dumps(data), encoding="utf-8")
+    manifest = {rel: sha256_file(run_dir / rel) for rel in files}
+    run = {"schema": "run", "run_id": run_dir.name, "runbooks": entries, "artefacts": manifest}
+    (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
+
+
+def test_record_reads_runbook_05_stages_and_restarts(tmp_path: Path) -> None:
+    """Runbook 05's saved shape (load/load_check.json): long context, ramp and restarts cited."""
+    stages = [
+        {
+            "stage": "health",
+            "status": "pass",
+            "reason": "healthy",
+            "details": {
+                "restarts": [
+                    {"index": 1, "ok": True, "seconds_to_healthy": 41.2},
+                    {"index": 2, "ok": True, "seconds_to_healthy": 39.8},
+                ]
+            },
+        },
+        {"stage": "single_long", "status": "pass", "reason": "3900 tokens in"},
+        {"stage": "ramp", "status": "pass", "reason": "1 → 8, no stop"},
+        {"stage": "multi_node", "status": "skip", "reason": "single node"},
+    ]
+    head = {
+        "runbook": "load_check",
+        "verdict": "pass",
+        "figures": {"stages": {s["stage"]: s["status"] for s in stages}},
+    }
+    entry = {
+        "name": "load_check",
+        "status": "ok",
+        "headline": head,
+        "parameters": {"slo_ttft_ms": 2000.0, "max_concurrency": 8},
+    }
+    _write_run(tmp_path, [entry], {"load/load_check.json": {"schema": "load_check_result", "stages": stages}})
+    record = build_record(tmp_path)
+    check_links(record, tmp_path)
+    verified = {s.key: s for s in record.verified}
+    assert {"long_text", "production_concurrency", "failure_recovery"} <= set(verified)
+    assert verified["failure_recovery"].evidence[0].artefact == "load/load_check.json"
+    restart = next(c for c in record.checklist if c.key == "load_and_restart")
+    assert not restart.ticked and "model load not verified" in restart.reason  # no canary in this run
+    assert any("p95 TTFT above 2000.0 ms" in r.when for r in record.rollback)
+
+    stages[0]["details"]["restarts"][1]["ok"] = False
+    other = tmp_path / "bad"
+    other.mkdir()
+    _write_run(other, [entry], {"load/load_check.json": {"schema": "load_check_result", "stages": stages}})
+    unverified = {s.key: s for s in build_record(other).unverified}
+    assert "1 of 2 restarts did not come back healthy" in unverified["failure_recovery"].reason
