@@ -16,7 +16,8 @@ import pytest
 from conftest import R575_PLANTED, REPO_ROOT
 from notebook_factory import make_template
 from vllm_runbooks.record import RecordRefused, build_record, to_html, to_markdown
-from vllm_runbooks.runner import RunbookError
+from vllm_runbooks.runner import RunbookError, load_run
+from vllm_runbooks.runs import load_result
 from vllm_runbooks.suite import run_suite
 
 OK_BODY = [
@@ -79,6 +80,10 @@ def test_suite_survives_a_failing_runbook_and_the_record_says_why(suite_run) -> 
     assert "talker: no endpoint given" in missing
     assert "evidence_capture: not run in this run directory" in missing
     assert not suite_run.ok
+    # the saved record reads back through the stage contract, unredacted where nothing is secret
+    recorded = next(e for e in load_run(run_dir)["runbooks"] if e["name"] == "change_record")["headline"]
+    assert load_result(run_dir, "change_record").headline().to_dict() == recorded
+    assert "<redacted" not in (run_dir / "change_record.json").read_text(encoding="utf-8")
 
 
 @pytest.mark.slow
@@ -177,10 +182,10 @@ def test_record_reads_runbook_05_stages_and_restarts(tmp_path: Path) -> None:
     _write_run(tmp_path, [entry], {"load/load_check.json": {"schema": "load_check_result", "stages": stages}})
     record = build_record(tmp_path)
     check_links(record, tmp_path)
-    verified = {s.key: s for s in record.verified}
+    verified = {s.name: s for s in record.verified}
     assert {"long_text", "production_concurrency", "failure_recovery"} <= set(verified)
     assert verified["failure_recovery"].evidence[0].artefact == "load/load_check.json"
-    restart = next(c for c in record.checklist if c.key == "load_and_restart")
+    restart = next(c for c in record.checklist if c.name == "load_and_restart")
     assert not restart.ticked and "model load not verified" in restart.reason  # no canary in this run
     assert any("p95 TTFT above 2000.0 ms" in r.when for r in record.rollback)
 
@@ -188,5 +193,5 @@ def test_record_reads_runbook_05_stages_and_restarts(tmp_path: Path) -> None:
     other = tmp_path / "bad"
     other.mkdir()
     _write_run(other, [entry], {"load/load_check.json": {"schema": "load_check_result", "stages": stages}})
-    unverified = {s.key: s for s in build_record(other).unverified}
+    unverified = {s.name: s for s in build_record(other).unverified}
     assert "1 of 2 restarts did not come back healthy" in unverified["failure_recovery"].reason

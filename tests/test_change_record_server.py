@@ -41,11 +41,11 @@ def test_record_from_real_runs_ticks_only_from_evidence(before_after) -> None:
     _, after = before_after
     record = load_result(after, "change_record")
     check_links(record, after)
-    verified = {s.key for s in record.verified}
+    verified = {s.name for s in record.verified}
     assert {"model_load", "short_text"} <= verified
-    image = next(s for s in record.unverified if s.key == "image")  # the tiny model is text-only
+    image = next(s for s in record.unverified if s.name == "image")  # the tiny model is text-only
     assert "image" not in verified and "skipped" in image.reason
-    ticked = {c.key: c for c in record.checklist}
+    ticked = {c.name: c for c in record.checklist}
     assert ticked["startup_failure_gone"].ticked, ticked["startup_failure_gone"].reason
     assert ticked["monitoring"].ticked, ticked["monitoring"].reason
     assert not ticked["access_control"].ticked and "without any API key" in ticked["access_control"].reason

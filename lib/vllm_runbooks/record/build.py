@@ -374,7 +374,7 @@ def _scope(
     unverified = [i for i in items if not i.verified]
     for item in verified:  # a verified item without a citation would be a claim by hand
         if not item.evidence:
-            raise AssertionError(f"scope item {item.key} verified without evidence")
+            raise AssertionError(f"scope item {item.name} verified without evidence")
     return verified, unverified
 
 
@@ -399,7 +399,7 @@ def _checklist(
     words: dict,
 ) -> list[ChecklistItem]:
     texts = words["checklist"]
-    by = {s.key: s for s in verified}
+    by = {s.name: s for s in verified}
     out: list[ChecklistItem] = []
 
     # 1. the startup failure no longer reproduces: before (baseline) failing, after starting

@@ -38,7 +38,7 @@ class ScopeItem(Record):
     """A part of the serving stack: verified (with citations) or not (with the reason)."""
 
     SCHEMA = "record_scope_item"
-    key: str
+    name: str
     title: str
     verified: bool
     reason: str
@@ -50,7 +50,7 @@ class ChecklistItem(Record):
     """An item of the change checklist; ticked only from evidence, else the reason it is not."""
 
     SCHEMA = "record_checklist_item"
-    key: str
+    name: str
     text: str
     ticked: bool
     reason: str
@@ -175,8 +175,8 @@ class ChangeRecord(ResultMixin, Record):
                 "chosen_by_hand": bool(self.adopted_path.get("chosen_by_hand")),
                 "checklist_ticked": sum(c.ticked for c in self.checklist),
                 "checklist_items": len(self.checklist),
-                "verified": [s.key for s in self.verified],
-                "unverified": [s.key for s in self.unverified],
+                "verified": [s.name for s in self.verified],
+                "unverified": [s.name for s in self.unverified],
                 "regressions": sum(c.regression for c in self.comparison),
                 "missing_runbooks": list(self.missing),
                 "artefacts_cited": len(self.artefacts),
