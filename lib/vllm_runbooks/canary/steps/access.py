@@ -42,6 +42,8 @@ def access_control(ctx: StepContext) -> Outcome:
     if without is None:
         return failed(f"/v1/models could not be reached: {body}", **details)
     if key_set:
+        if without not in REFUSED and not 200 <= without < 300:
+            return failed(f"/v1/models answered HTTP {without}: access control cannot be judged", body, **details)
         problems = [
             f"{label} answered HTTP {code}"
             for label, code in (("without a key", without), ("with a wrong key", wrong))
@@ -52,6 +54,10 @@ def access_control(ctx: StepContext) -> Outcome:
         return passed(f"requests without the key and with a wrong key are refused (HTTP {without}, {wrong})", **details)
     if without in REFUSED:
         return passed(f"the endpoint refuses requests without a key (HTTP {without})", **details)
+    if not 200 <= without < 300:
+        return failed(
+            f"/v1/models answered HTTP {without} without a key: access control cannot be judged", body, **details
+        )
     warning = (
         f"warning: the endpoint answers without any API key (HTTP {without}); no key is configured "
         f"({ctx.config.api_key_env or 'api_key_env'} unset): anyone who reaches it can use it"
