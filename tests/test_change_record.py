@@ -195,3 +195,51 @@ def test_record_reads_runbook_05_stages_and_restarts(tmp_path: Path) -> None:
     _write_run(other, [entry], {"load/load_check.json": {"schema": "load_check_result", "stages": stages}})
     unverified = {s.name: s for s in build_record(other).unverified}
     assert "1 of 2 restarts did not come back healthy" in unverified["failure_recovery"].reason
+
+
+def _canary(ttft: float, accuracy: float, tool_status: str = "pass") -> dict:
+    steps = [
+        {"step": "short_text", "status": "pass", "reason": "", "timings": {"stream_ttft": ttft}},
+        {
+            "step": "tool_calling",
+            "status": tool_status,
+            "reason": "",
+            "details": {"accuracy": {"schema_accuracy": accuracy}},
+        },
+    ]
+    return {"schema": "canary_report", "steps": steps, "config": {"tool_accuracy_threshold": 0.95}}
+
+
+def test_before_after_flags_regressions_beyond_thresholds(tmp_path: Path) -> None:
+    from vllm_runbooks.record import compare_dirs
+
+    def run(name: str, ttft: float, acc: float, p95: float, errors: dict, status: str) -> Path:
+        d = tmp_path / name
+        d.mkdir()
+        load = {
+            "runbook": "load_check",
+            "verdict": "pass",
+            "figures": {"p95_ttft_ms_at_knee": p95, "slo_ttft_ms": p95, "error_classes": errors},
+        }
+        canary = {"runbook": "canary_validation", "verdict": status, "figures": {}}
+        entries = [
+            {"name": "load_check", "status": "ok", "headline": load},
+            {"name": "canary_validation", "status": "ok", "headline": canary},
+        ]
+        _write_run(
+            d, entries, {"canary/canary_report.json": _canary(ttft, acc, "pass" if status == "pass" else "fail")}
+        )
+        return d
+
+    before = run("before", 0.100, 1.0, 400.0, {}, "pass")
+    after = run("after", 0.130, 0.90, 460.0, {"oom": 2}, "fail")
+    changes = {(c.kind, c.item): c for c in compare_dirs(before, after)}
+    assert changes[("latency", "short_text.stream_ttft")].regression  # +30 % > 20 %
+    assert not changes[("latency", "p95_ttft_ms_at_knee")].regression  # +15 %
+    assert ("latency", "slo_ttft_ms") not in changes  # a threshold, not a measurement
+    assert changes[("tool_accuracy", "tool-call schema accuracy")].regression
+    assert (
+        changes[("error_class", "load:oom")].regression and changes[("error_class", "canary:tool_calling")].regression
+    )
+    assert changes[("verdict", "verdict")].regression and changes[("verdict", "verdict")].note == "got worse"
+    assert not any(c.regression for c in compare_dirs(before, before))

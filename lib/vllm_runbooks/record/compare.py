@@ -115,7 +115,8 @@ def latencies(view: RunView) -> dict[str, float]:
     for name, entry in view.entries.items():
         for key, value in entry.figures.items():
             low = key.lower()
-            if ("ttft" in low or "itl" in low or "inter_token" in low) and _number(value) is not None:
+            measured = "slo" not in low and "limit" not in low  # a threshold echoed in the figures is not a latency
+            if measured and ("ttft" in low or "itl" in low or "inter_token" in low) and _number(value) is not None:
                 out[f"{name}.{key}"] = float(value)
     for name, step in canary_steps(view).items():
         for key, value in (step.get("timings") or {}).items():
