@@ -243,3 +243,26 @@ def test_before_after_flags_regressions_beyond_thresholds(tmp_path: Path) -> Non
     )
     assert changes[("verdict", "verdict")].regression and changes[("verdict", "verdict")].note == "got worse"
     assert not any(c.regression for c in compare_dirs(before, before))
+
+
+def test_hostile_run_json_shapes_give_reasons_not_crashes(tmp_path: Path) -> None:
+    entries = [
+        {"name": "canary_validation", "status": "ok", "headline": ["not", "a", "dict"], "notebook": 42},
+        {"name": "load_check", "status": "ok", "headline": {"verdict": "pass", "figures": {"stages": "ramp"}}},
+        {"no_name": True},
+        "a string",
+    ]
+    files = {
+        "canary/canary_report.json": {"steps": ["x", {"step": "model_load", "status": "pass", "details": [1]}]},
+        "evidence/evidence.json": {"items": ["not", "a", "mapping"]},
+        "load/load_check.json": {"stages": [{"stage": "health", "status": "pass", "details": "restarts"}]},
+    }
+    _write_run(tmp_path, entries, files)
+    other = tmp_path / "base"
+    other.mkdir()
+    _write_run(other, entries, files)
+    record = build_record(tmp_path, other)
+    check_links(record, tmp_path)
+    assert "model_load" in {s.name for s in record.verified}
+    assert all(b.reason for b in record.baseline if not b.present)
+    assert "ran without restarts" in next(c for c in record.checklist if c.name == "load_and_restart").reason

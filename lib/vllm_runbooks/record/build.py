@@ -293,8 +293,9 @@ def _load_restarts(run: RunView) -> tuple[bool | None, str]:
     ok, reason = _load_stage(run, "health")
     if ok is None:
         return None, reason
-    restarts = (_load_stages(run).get("health", {}).get("details") or {}).get("restarts")
-    if not restarts:
+    details = _load_stages(run).get("health", {}).get("details")
+    restarts = details.get("restarts") if isinstance(details, dict) else None
+    if not restarts or not isinstance(restarts, list):
         return None, "runbook 05 ran without restarts (give restart_count with restart_command or restart_target)"
     bad = [r for r in restarts if not (isinstance(r, dict) and r.get("ok"))]
     if bad:
@@ -551,7 +552,8 @@ def _evidence_item(view: RunView, name: str) -> tuple[dict[str, Any] | None, str
     evidence = view.read_json("evidence/evidence.json")
     if not isinstance(evidence, dict):
         return None, "runbook 01 left no evidence/evidence.json in the baseline run"
-    item = (evidence.get("items") or {}).get(name)
+    items = evidence.get("items")
+    item = items.get(name) if isinstance(items, dict) else None
     if not isinstance(item, dict):
         return None, f"evidence has no {name!r} section"
     if item.get("status") not in ("ok", "partial"):
