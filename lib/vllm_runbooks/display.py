@@ -172,9 +172,20 @@ class FigureGroup:
         self.figures, self.empty = list(figures), empty
 
     def __len__(self) -> int:
+        """How many figures the group holds."""
         return len(self.figures)
 
+    def _ipython_display_(self) -> None:
+        """One output per figure, each a full bundle (plotly JSON for JupyterLab, HTML offline)."""
+        from IPython.display import HTML, display
+
+        if not self.figures:
+            display(HTML(self._repr_html_()))
+        for fig in self.figures:
+            display(figure_bundle(fig), raw=True)
+
     def _repr_html_(self) -> str:
+        """All figures as one HTML fragment (where IPython's display hook is not used)."""
         global _PLOTLYJS_EMITTED
         if not self.figures:
             return f"<p><em>{esc(self.empty)}</em></p>"

@@ -111,10 +111,11 @@ class CompatDecision(Record):
         }
 
     def figure(self):  # noqa: ANN201 - plotly figure
-        """The image CUDA x driver branch grid for this host's GPU, this host marked."""
+        """The image CUDA x driver branch grid for this host's GPU, this host marked (displays itself)."""
+        from ..display import FigureView
         from .chart import compat_chart
 
-        return compat_chart(self.inputs, today=_dt.date.fromisoformat(self.evaluated_on))
+        return FigureView(compat_chart(self.inputs, today=_dt.date.fromisoformat(self.evaluated_on)))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CompatDecision:

@@ -42,7 +42,7 @@ class CompatReport(Record):
         return self.decision.verdict
 
     def figure(self):  # noqa: ANN201 - plotly figure
-        """The compatibility grid with this host marked."""
+        """The compatibility grid with this host marked (a figure that displays itself)."""
         return self.decision.figure()
 
     def key_figures(self) -> dict[str, Any]:

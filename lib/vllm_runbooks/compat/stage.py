@@ -217,9 +217,7 @@ class CompatResult(ResultMixin, Record):
 
     def chart(self) -> Any:
         """Image CUDA × driver branch grid, this host marked (a figure that displays itself)."""
-        from ..display import FigureView
-
-        return FigureView(self.report.figure())
+        return self.report.figure()
 
     def _repr_html_(self) -> str:
         from ..display import banner

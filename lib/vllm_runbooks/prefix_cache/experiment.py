@@ -417,10 +417,11 @@ class ExperimentResult(Record):
         }
 
     def figure(self) -> Any:
-        """TTFT and cached tokens per request in one plotly figure."""
+        """TTFT and cached tokens per request (a figure that displays itself)."""
+        from ..display import FigureView
         from .figures import experiment_figure
 
-        return experiment_figure(self)
+        return FigureView(experiment_figure(self))
 
     def _repr_html_(self) -> str:
         later = self.later_cached()

@@ -446,10 +446,11 @@ class MismatchReport(Record):
         }
 
     def figure(self) -> Any:
-        """Distribution of shared-prefix lengths against the hit unit (plotly)."""
+        """Distribution of shared-prefix lengths against the hit unit (a figure that displays itself)."""
+        from ..display import FigureView
         from .figures import shared_prefix_figure
 
-        return shared_prefix_figure(self)
+        return FigureView(shared_prefix_figure(self))
 
     def _repr_html_(self) -> str:
         if not self.ok:
