@@ -166,7 +166,10 @@ def to_html(markdown_text: str, title: str) -> str:
     """One self-contained page (inline CSS, no scripts, no network) from the Markdown."""
     import mistune
 
-    body = mistune.html(markdown_text.replace("&lt;", "<").replace("<", "&lt;"))
+    # Raw HTML in the Markdown is escaped (values are data, never markup), except the line breaks
+    # the writer itself puts between citations.
+    escaped = markdown_text.replace("&lt;", "<").replace("<", "&lt;").replace("&lt;br>", "<br>")
+    body = mistune.html(escaped)
     css = (
         "body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;line-height:1.45}"
         "table{border-collapse:collapse;margin:.5rem 0 1rem}td,th{border:1px solid #ccc;padding:.3rem .5rem;"
