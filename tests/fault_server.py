@@ -40,6 +40,11 @@ FAULTS = (
     "bad_metrics",
     "trickle",
     "big_metrics",
+    # load check (runbook 05): error bodies as vLLM and proxies send them
+    "status503",
+    "nccl500",
+    "oom500",
+    "context400",
 )
 BIG_METRICS_BYTES = 6 * 1024 * 1024
 
@@ -159,6 +164,29 @@ class FaultServer:
     def _fault_status500(self, h: BaseHTTPRequestHandler) -> None:
         body = {"error": {"message": "EngineCore encountered an issue: out of blocks", "type": "InternalServerError"}}
         self._send(h, 500, json.dumps(body).encode())
+
+    def _fault_status503(self, h: BaseHTTPRequestHandler) -> None:
+        body = {"error": {"message": "Service Unavailable: server overloaded", "type": "ServiceUnavailableError"}}
+        self._send(h, 503, json.dumps(body).encode())
+
+    def _fault_nccl500(self, h: BaseHTTPRequestHandler) -> None:
+        msg = (
+            "EngineCore failed: [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=41, "
+            "OpType=ALLREDUCE) ran for 600000 milliseconds before timing out. NCCL error: remote process exited"
+        )
+        self._send(h, 500, json.dumps({"error": {"message": msg, "type": "InternalServerError"}}).encode())
+
+    def _fault_oom500(self, h: BaseHTTPRequestHandler) -> None:
+        msg = "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB total capacity)"
+        self._send(h, 500, json.dumps({"error": {"message": msg, "type": "InternalServerError"}}).encode())
+
+    def _fault_context400(self, h: BaseHTTPRequestHandler) -> None:
+        msg = (
+            "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens "
+            "(4984 in the messages, 16 in the completion)."
+        )
+        body = {"error": {"message": msg, "type": "BadRequestError", "code": 400}}
+        self._send(h, 400, json.dumps(body).encode())
 
     def _fault_nonsense_json(self, h: BaseHTTPRequestHandler) -> None:
         self._send(h, 200, b'{"choices": [ {"message": nonsense ]')

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "vllm_runbooks.cli_logs",
     "vllm_runbooks.cli_compat",
     "vllm_runbooks.cli_target",
+    "vllm_runbooks.cli_load",
 )
 
 
