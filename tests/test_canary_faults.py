@@ -143,7 +143,7 @@ def test_a_step_that_ignores_cancellation_still_cannot_send() -> None:
     try:
         report = run_canary(endpoint=local.base_url("trickle"), model="m", steps=["zz_greedy"], step_timeout_s=0.5)
         assert report.steps[0].status == Status.FAIL and "abandoned" in report.steps[0].reason
-        assert report.verdict == "fail" and report.headline()["verdict"] == "fail"
+        assert report.verdict == "fail" and report.headline().verdict == "fail"
         assert _join_abandoned("zz_greedy")
         assert _chat_requests(local) == 1
         assert sent[0] == "cancelled" and set(sent) == {"cancelled"}  # the in-flight one died, the rest never left

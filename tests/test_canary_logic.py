@@ -317,7 +317,7 @@ def test_report_round_trips_and_renders() -> None:
     assert again.steps[0].status == Status.PASS and again.plan[0].stage == report.plan[0].stage
     html = report._repr_html_()
     assert "Canary verdict" in html and "Multi-GPU communication" in html
-    assert report.headline()["figures"]["counts"] == {"passed": 1, "failed": 0, "skipped": 0}
+    assert report.headline().figures["counts"] == {"passed": 1, "failed": 0, "skipped": 0}
     assert report.latency_figure().data and report.tool_accuracy_figure().layout.title.text
     assert "fail" in repr(failed("x")) and CanaryConfig(tool_calls=10_000).tool_calls == 200
 
@@ -332,10 +332,10 @@ def test_headline_verdict_is_only_ever_pass_fail_or_incomplete() -> None:
     for expected, steps in cases.items():
         verdict = overall_verdict(steps)
         report = CanaryReport("http://x", None, "t", 0.0, verdict, steps)
-        assert verdict == expected and report.headline()["verdict"] == expected
+        assert verdict == expected and report.headline().verdict == expected
     assert overall_verdict([]) == "incomplete"
     odd = CanaryReport("http://x", None, "t", 0.0, "PASS!", serving)  # e.g. a hand-edited report
-    assert odd.headline()["verdict"] == "incomplete" and set(VERDICTS) == {"pass", "fail", "incomplete"}
+    assert odd.headline().verdict == "incomplete" and set(VERDICTS) == {"pass", "fail", "incomplete"}
 
 
 def test_save_report_writes_redacted_artefacts_and_never_overwrites(tmp_path: Path) -> None:

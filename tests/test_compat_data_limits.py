@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from vllm_runbooks.cli_compat import register
+from vllm_runbooks.cli.compat import register
 from vllm_runbooks.compat import CompatInputs, check_require, decide, load_facts, recommend
 from vllm_runbooks.compat.facts import (
     parse_compute_capability,

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from vllm_runbooks.cli_compat import register
+from vllm_runbooks.cli.compat import register
 from vllm_runbooks.compat import VERDICTS, check, compat_chart, inputs_from_evidence
 
 TODAY = dt.date(2026, 11, 29)

@@ -41,7 +41,7 @@ def test_r575_incident_bundle(tmp_path: Path) -> None:
     assert logs[0]["name"] == "container-logs.txt" and logs[0]["lines"] > 20
     assert any("found version 12090" in e["text"] for e in logs[0]["first_errors"])
     assert ev.get("interconnect", "rdma_devices")[0] == "mlx5_0" and ev.get("interconnect", "nvlink") == "active"
-    h = ev.headline()
+    h = ev.headline().to_dict()
     assert h["runbook"] == "evidence_capture" and h["figures"]["gpus"] == 8 and h["figures"]["image_cuda"] == "13.0.2"
     assert h["figures"]["driver"] == "575.57.08" and h["figures"]["unavailable_count"] == 0
     blob = all_bytes(tmp_path / "run")

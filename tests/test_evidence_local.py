@@ -34,7 +34,7 @@ def test_local_run_completes_and_says_why(tmp_path: Path) -> None:
     assert ev.items["image"].reason == "no image given"
     assert "missing.log" in ev.items["logs"].reason or ev.items["logs"].status != "ok"
     assert ev.verdict() == "partial"
-    assert ev.headline()["figures"]["unavailable_count"] >= 3
+    assert ev.headline().figures["unavailable_count"] >= 3
     assert "cuda_probe" not in ev.items  # only when probe_image is asked
 
 

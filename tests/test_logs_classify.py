@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_runbooks import cli_logs
+from vllm_runbooks.cli import logs as cli_logs
 from vllm_runbooks.logs import (
     STATUS_EMPTY,
     STATUS_UNREADABLE,

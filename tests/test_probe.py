@@ -11,7 +11,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from vllm_runbooks import cli_evidence, probe
+from vllm_runbooks import probe
+from vllm_runbooks.cli import evidence as cli_evidence
 from vllm_runbooks.evidence import collect_evidence
 
 PY = shutil.which("python3") or "/usr/bin/python3"

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from vllm_runbooks.cli_target import EXIT_CODES, main
+from vllm_runbooks.cli import main
+from vllm_runbooks.cli.target import EXIT_CODES
 from vllm_runbooks.client import EndpointClient
 from vllm_runbooks.target import (
     ModelSpec,

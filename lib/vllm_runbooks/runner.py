@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import datetime as _dt
 import fcntl
-import hashlib
 import json
 import os
 import platform
@@ -31,6 +30,7 @@ from . import __version__
 from .records import Record, utc_now
 from .redact import redact_obj, redact_parameters, redact_text
 from .scraps import SCRAP_MIME, read_scraps
+from .stage import Headline, sha256_file
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUNBOOKS_DIR = Path(os.environ.get("VLLM_RUNBOOKS_TEMPLATES", REPO_ROOT / "runbooks"))
@@ -136,14 +136,6 @@ def load_param_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def run_runbook(
     name: str,
     parameters: Mapping[str, Any] | None = None,
@@ -208,7 +200,7 @@ def run_runbook(
         shutil.copyfile(template, output)
     _scrub_notebook(output)
     html_path = _render_html(output)
-    headline = read_scraps(output).get("headline") if output.stat().st_size else None
+    headline = Headline.coerce(read_scraps(output).get("headline")) if output.stat().st_size else None
     result = RunbookResult(
         name=short,
         notebook=str(output),
@@ -219,7 +211,7 @@ def run_runbook(
         duration_s=duration,
         parameters=params,
         error=error,
-        headline=headline if isinstance(headline, dict) else None,
+        headline=headline.to_dict() if headline else None,
         run_dir=str(run_path),
     )
     record_run(run_path, result)

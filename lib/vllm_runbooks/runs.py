@@ -1,4 +1,4 @@
-"""Reading run directories back: list past runs and compare their headlines.
+"""Reading run directories back: list past runs, compare their headlines, rebuild their results.
 
 The platform owner's question is "what changed between the failed launch and the canary after the
 upgrade?"; run.json answers it without opening notebooks. Unreadable run directories are listed
@@ -122,6 +122,20 @@ def compare_runs(run_dirs: list[str | Path]) -> RunComparison:
         if len({json.dumps(v, sort_keys=True, default=str) for v in values}) > 1:
             changed.append(f"{book}.{fig}")
     return RunComparison(runs=runs, rows=rows, changed=changed)
+
+
+def load_result(run_dir: str | Path, runbook: str) -> Any:
+    """Rebuild what ``runbook`` concluded in ``run_dir`` from the artefact it saved.
+
+    The one reader every later stage uses (runbook 06 reads 01–05 through it): the result class
+    is found by runbook name in the stage registry, the file is checked against run.json's sha256
+    manifest, and a changed or unreadable file raises ``stage.ArtefactError`` naming it.
+    ``runbook`` may carry its number (``01_evidence_capture``). A missing artefact raises
+    ``FileNotFoundError``.
+    """
+    from .stage import load_result as _load
+
+    return _load(run_dir, runbook)
 
 
 def _cell(value: Any) -> Any:

@@ -10,49 +10,27 @@ Steps live in a registry (``registry.register``); modules in ``canary/steps/`` a
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-from ..artefacts import write_artefact
-from .model import VERDICTS, CanaryConfig, CanaryReport, ExpansionStage, Status, StepResult
+from .model import REPORT_FILE, STEP_DIR, VERDICTS, CanaryConfig, CanaryReport, ExpansionStage, Status, StepResult
 from .nccl import NcclTestsResult, allreduce_check, load_nccl_tests, parse_nccl_tests
 from .plan import expansion_plan, overall_verdict
 from .png import make_png, png_data_url
 from .registry import STEPS, Outcome, StepContext, failed, passed, register, registered_steps, run_canary, skipped
 from .toolcheck import ToolAccuracy, ToolSuite, check_call, default_tool_schema_path, load_tool_suite
 
-REPORT_FILE = "canary/canary_report.json"
-STEP_DIR = "canary/steps"
-
 
 def glue_report(report: CanaryReport) -> dict[str, Any]:
     """Glue one scrap per step (``canary_<step>``), the whole report and the ``headline``."""
-    from ..scraps import glue
+    from ..stage import glue_result
 
-    names: dict[str, Any] = {}
-    for step in report.steps:
-        names[f"canary_{step.step}"] = step.to_dict()
-    names["canary_report"] = {k: v for k, v in report.to_dict().items() if k != "steps"}
-    names["headline"] = report.headline()
-    for name, data in names.items():
-        glue(name, data)
-    return names
+    return glue_result(report)
 
 
 def save_report(report: CanaryReport, run_dir: str | Path | None) -> Path | None:
-    """Write the report (``canary/canary_report.json``) and each step's result
-    (``canary/steps/<step>.json``) for the change record, through ``write_artefact``: redacted,
-    created new, never over an earlier file. Returns the report's path."""
-    if not run_dir:
-        return None
-    for step in report.steps:
-        write_artefact(run_dir, f"{STEP_DIR}/{_safe_name(step.step)}.json", step)
-    return write_artefact(run_dir, REPORT_FILE, report)
-
-
-def _safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".") or "step"
+    """Save the report and its steps into the run directory (see ``CanaryReport.save``)."""
+    return report.save(run_dir)
 
 
 def show(fig: Any) -> None:
@@ -63,6 +41,8 @@ def show(fig: Any) -> None:
 
 
 __all__ = [
+    "REPORT_FILE",
+    "STEP_DIR",
     "STEPS",
     "VERDICTS",
     "CanaryConfig",

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 from ..display import banner, esc, html_table
 from ..records import Record
+from ..stage import Headline, ResultMixin, register_result
 
 EVIDENCE_CHARS = 1500
 MAX_TOOL_CALLS = 200  # a canary is a bounded probe, never a load test
@@ -114,11 +117,23 @@ class ExpansionStage(Record):
     blocking: list[str] = field(default_factory=list)
 
 
+REPORT_FILE = "canary/canary_report.json"
+STEP_DIR = "canary/steps"
+
+
+@register_result
 @dataclass(repr=False)
-class CanaryReport(Record):
-    """Every step's result, the verdict (pass / fail / incomplete) and the expansion plan."""
+class CanaryReport(ResultMixin, Record):
+    """Every step's result, the verdict (pass / fail / incomplete) and the expansion plan.
+
+    Runbook 03's stage result: saved as ``canary/canary_report.json`` and read back with
+    ``runs.load_result(run_dir, "canary_validation")``.
+    """
 
     SCHEMA = "canary_report"
+    RUNBOOK: ClassVar[str] = "canary_validation"
+    VERDICTS: ClassVar[tuple[str, ...]] = VERDICTS
+    ARTEFACT: ClassVar[str] = REPORT_FILE
     endpoint: str
     model: str | None
     started_at: str
@@ -152,17 +167,16 @@ class CanaryReport(Record):
         tools = self.step("tool_calling")
         return (tools.details.get("accuracy") if tools else None) or None
 
-    def headline(self) -> dict[str, Any]:
+    def headline(self) -> Headline:
         """The ``headline`` scrap runbook 03 glues and the runner copies into run.json.
 
         Its verdict is always one of ``VERDICTS``: anything else (a hand-edited report) reads as
         "incomplete", never as a pass.
         """
         acc = self.tool_accuracy() or {}
-        return {
-            "runbook": "canary_validation",
-            "verdict": self.verdict if self.verdict in VERDICTS else "incomplete",
-            "figures": {
+        return self.make_headline(
+            self.verdict if self.verdict in VERDICTS else "incomplete",
+            {
                 "endpoint": self.endpoint,
                 "model": self.model,
                 "steps": {s.step: s.status.value for s in self.steps},
@@ -174,7 +188,26 @@ class CanaryReport(Record):
                 "latency_s": {s.step: round(s.duration_s, 4) for s in self.steps},
                 "expansion_allowed": [p.stage for p in self.plan if p.allowed],
             },
-        }
+        )
+
+    def scraps(self) -> dict[str, Any]:
+        """One scrap per step (``canary_<step>``), the report without its steps, and the headline."""
+        out: dict[str, Any] = {f"canary_{step.step}": step.to_dict() for step in self.steps}
+        out["canary_report"] = {k: v for k, v in self.to_dict().items() if k != "steps"}
+        out["headline"] = self.headline().to_dict()
+        return out
+
+    def save(self, run_dir: str | Path | None) -> Path | None:
+        """Write each step (``canary/steps/<step>.json``) and the report (``canary/canary_report.json``)
+        through ``write_artefact``: redacted, created new, never over an earlier file. Returns the
+        report's path."""
+        if not run_dir:
+            return None
+        from ..artefacts import write_artefact
+
+        for step in self.steps:
+            write_artefact(run_dir, f"{STEP_DIR}/{_safe_name(step.step)}.json", step)
+        return write_artefact(run_dir, REPORT_FILE, self)
 
     # -- display ---------------------------------------------------------------------------
     def checklist(self) -> Checklist:
@@ -204,6 +237,11 @@ class CanaryReport(Record):
             f"{self.endpoint} ({self.model or '?'})"
         )
         return banner(f"Canary verdict: {self.verdict}", detail, tone) + Checklist(self)._repr_html_()
+
+
+def _safe_name(name: str) -> str:
+    """A step name usable as a file name (a registered step could be called anything)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".") or "step"
 
 
 class Checklist:

@@ -1,30 +1,41 @@
 """Runbook 01, evidence capture: freeze the facts of a node and a launch before touching anything.
 
     ev = collect_evidence(source="local" | "<bundle dir or .tar.gz>", run_dir=..., image=..., ...)
-    ev = load_evidence("<run_dir>")        # later runbooks
+    ev = runs.load_result("<run_dir>", "evidence_capture")     # later runbooks
 
 Collectors live in a registry (``collectors.register``); raw artefacts are redacted by
-``vllm_runbooks.redact`` before they are written.
+``vllm_runbooks.redact`` before they are written. Names are imported on first use, so reading
+evidence (``evidence.model``) never imports the collectors, the probe or the runner.
 """
 
-from .collectors import COLLECTORS, Context, register, run_bounded
-from .model import OK, PARTIAL, UNAVAILABLE, Evidence, Item
-from .sources import BundleSource, LocalSource
-from .writer import collect_evidence, load_evidence, resolve_run_dir
+from __future__ import annotations
 
-__all__ = [
-    "COLLECTORS",
-    "Context",
-    "register",
-    "run_bounded",
-    "OK",
-    "PARTIAL",
-    "UNAVAILABLE",
-    "Evidence",
-    "Item",
-    "BundleSource",
-    "LocalSource",
-    "collect_evidence",
-    "load_evidence",
-    "resolve_run_dir",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "COLLECTORS": "collectors",
+    "Context": "collectors",
+    "register": "collectors",
+    "run_bounded": "collectors",
+    "OK": "model",
+    "PARTIAL": "model",
+    "UNAVAILABLE": "model",
+    "Evidence": "model",
+    "Item": "model",
+    "BundleSource": "sources",
+    "LocalSource": "sources",
+    "collect_evidence": "writer",
+    "load_evidence": "writer",
+    "resolve_run_dir": "writer",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import the submodule that defines ``name`` only when it is asked for (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

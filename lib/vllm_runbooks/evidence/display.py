@@ -141,7 +141,7 @@ def section(ev: Evidence, name: str) -> Section:
 
 
 def evidence_html(ev: Evidence) -> str:
-    h = ev.headline()
+    h = ev.headline().to_dict()
     rows = "".join(
         f"<tr><td>{html.escape(k)}</td><td>{_badge(v.status)}</td><td style='text-align:left'>"
         f"{html.escape(v.reason or '')}</td><td>{v.duration_s:.2f}s</td></tr>"

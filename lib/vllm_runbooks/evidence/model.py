@@ -1,15 +1,19 @@
 """Evidence records: what runbook 01 established, and for each fact why it could not be.
 
 The JSON shape is the contract in docs/EVIDENCE_SCHEMA.md; later runbooks read it with
-``Evidence.from_dict`` / ``load_evidence`` and never need the collectors.
+``runs.load_result(run_dir, "evidence_capture")`` (which lands in :meth:`Evidence.load`) and never
+need the collectors: this module imports neither the collectors, the probe nor the runner.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from ..records import Record
+from ..stage import ArtefactError, Headline, ResultMixin, register_result, sha256_file, verify_artefact
 
 OK = "ok"
 PARTIAL = "partial"
@@ -50,12 +54,20 @@ class Item:
         )
 
 
+EVIDENCE_FILE = "evidence.json"
+VERDICTS = ("complete", "partial", "empty")
+
+
+@register_result
 @dataclass
-class Evidence(Record):
-    """Everything runbook 01 froze about one node and one launch."""
+class Evidence(ResultMixin, Record):
+    """Everything runbook 01 froze about one node and one launch (runbook 01's stage result)."""
 
     SCHEMA: ClassVar[str] = "evidence"
     SCHEMA_VERSION: ClassVar[int] = 1
+    RUNBOOK: ClassVar[str] = "evidence_capture"
+    VERDICTS: ClassVar[tuple[str, ...]] = VERDICTS
+    ARTEFACT: ClassVar[str] = "evidence/evidence.json"
 
     source: str = "local"
     collected_at: str = ""
@@ -99,12 +111,12 @@ class Evidence(Record):
             return "empty"
         return "partial"
 
-    def headline(self) -> dict[str, Any]:
+    def headline(self) -> Headline:
+        """The facts later runbooks and run.json need first: GPUs, driver and its CUDA, image, vLLM."""
         gpus = self.get("nvidia", "gpus") or []
-        return {
-            "runbook": "evidence_capture",
-            "verdict": self.verdict(),
-            "figures": {
+        return self.make_headline(
+            self.verdict(),
+            {
                 "gpus": len(gpus),
                 "gpu_name": gpus[0].get("name") if gpus else None,
                 "driver": self.get("nvidia", "driver_version"),
@@ -116,7 +128,50 @@ class Evidence(Record):
                 "unavailable_count": sum(1 for v in self.items.values() if v.status == UNAVAILABLE),
                 "partial_count": sum(1 for v in self.items.values() if v.status == PARTIAL),
             },
-        }
+        )
+
+    def scraps(self) -> dict[str, Any]:
+        """The compact evidence (no raw env dumps) and the headline, as runbook 01 glues them."""
+        return {"evidence": self.compact(), "headline": self.headline().to_dict()}
+
+    def save(self, run_dir: str | Path | None) -> Path | None:
+        """Evidence is written while it is collected (``collect_evidence``); nothing more to save."""
+        return Path(self.evidence_dir) / EVIDENCE_FILE if self.evidence_dir else None
+
+    @classmethod
+    def load(cls, run_dir: str | Path, verify: bool = True) -> Evidence:
+        """Read ``evidence.json`` from a run dir, an evidence dir or the file itself.
+
+        With ``verify`` (the default) the evidence's own sha256 manifest and run.json's are
+        checked; a changed, missing or unreadable file raises ``ArtefactError`` naming it.
+        """
+        p = Path(run_dir)
+        if p.is_dir():
+            p = p / EVIDENCE_FILE if (p / EVIDENCE_FILE).is_file() else p / "evidence" / EVIDENCE_FILE
+        if not p.is_file():
+            raise FileNotFoundError(f"no evidence file at {p}")
+        try:
+            data: Any = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ArtefactError(p, f"not readable JSON ({exc})") from exc
+        if not isinstance(data, dict) or data.get("schema") != cls.SCHEMA:
+            schema = data.get("schema") if isinstance(data, dict) else type(data).__name__
+            raise ArtefactError(p, f"is not an evidence file (schema={schema!r})")
+        ev = cls.from_dict(data)
+        ev.evidence_dir = str(p.parent)
+        if verify:
+            if p.parent.name == "evidence":
+                verify_artefact(p.parent.parent, p)
+            bad = [
+                rel
+                for rel, h in ev.artefacts.items()
+                if not (p.parent / rel).is_file() or sha256_file(p.parent / rel) != h
+            ]
+            if bad:
+                raise ArtefactError(
+                    p.parent / bad[0], f"evidence artefacts missing or changed since capture: {', '.join(bad)}"
+                )
+        return ev
 
     def compact(self) -> dict[str, Any]:
         """Scrap form: statuses, reasons and values, without raw env dumps and long texts."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from .. import redact
 from ..probe import DEFAULT_TIMEOUT_S, Options
@@ -136,22 +135,5 @@ def _finish(ev: Evidence, out: Path) -> Evidence:
 
 
 def load_evidence(path: str | Path, verify: bool = True) -> Evidence:
-    """Read ``evidence.json`` (or a run dir / evidence dir holding it); check the manifest.
-
-    With ``verify`` a changed or missing raw artefact raises ``ValueError`` naming it.
-    """
-    p = Path(path)
-    if p.is_dir():
-        p = p / "evidence.json" if (p / "evidence.json").is_file() else p / "evidence" / "evidence.json"
-    data: dict[str, Any] = json.loads(p.read_text(encoding="utf-8"))
-    if data.get("schema") != Evidence.SCHEMA:
-        raise ValueError(f"{p} is not an evidence file (schema={data.get('schema')!r})")
-    ev = Evidence.from_dict(data)
-    ev.evidence_dir = str(p.parent)
-    if verify:
-        bad = [
-            rel for rel, h in ev.artefacts.items() if not (p.parent / rel).is_file() or sha256_file(p.parent / rel) != h
-        ]
-        if bad:
-            raise ValueError(f"evidence artefacts missing or changed since capture: {', '.join(bad)}")
-    return ev
+    """Kept for callers of the old name: the one evidence reader is :meth:`Evidence.load`."""
+    return Evidence.load(path, verify=verify)

@@ -11,10 +11,13 @@ import json
 import sys
 from pathlib import Path
 
-EXIT_BAD_INPUT, EXIT_ENDPOINT = 2, 4
+from . import exit_codes
+
+ORDER = 60
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``load`` (the engine of runbook 05, without the notebook)."""
     p = subparsers.add_parser("load", help="send a bounded streaming load to one endpoint; print a summary")
     p.add_argument("--endpoint", required=True, help="base URL of the OpenAI-compatible server (only target)")
     p.add_argument("--model", default=None, help="served model name (default: the first in /v1/models)")
@@ -38,26 +41,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_load(args: argparse.Namespace) -> int:
-    from .load.cli_summary import measure
+    """Refused (2) on bad input, failed (1) when the endpoint cannot be used, else 0 and the summary."""
+    from ..load.cli_summary import measure
 
     if args.requests < 1 or args.concurrency < 1 or args.max_seconds <= 0 or args.timeout <= 0:
         print(
             "vllm-runbooks load: --requests, --concurrency, --max-seconds and --timeout must be positive",
             file=sys.stderr,
         )
-        return EXIT_BAD_INPUT
+        return exit_codes.REFUSED
     if args.save_records and Path(args.save_records).exists():
         print(f"vllm-runbooks load: {args.save_records} exists; records never overwrite a file", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_codes.REFUSED
     try:
         summary, problem = measure(args)
     except ValueError as exc:
         print(f"vllm-runbooks load: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return exit_codes.REFUSED
     if problem:
         print(f"vllm-runbooks load: {problem}", file=sys.stderr)
         if summary is None:
-            return EXIT_ENDPOINT
+            return exit_codes.FAILED
     if args.format == "json":
         print(json.dumps(summary, indent=2))
     else:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import probe
+from .. import probe  # stdlib only: the probe is copied onto nodes where nothing is installed
+from . import exit_codes
+
+ORDER = 15
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,11 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_probe(args: argparse.Namespace) -> int:
+    """Write the probe script, or run the probe into ``--out`` (its own codes: 0 ok, 2 refused)."""
     if args.write_script:
         path = probe.write_script(args.write_script)
         print(f"wrote {path}: copy it to the node and run `python3 {path.name} --out DIR`")
-        return 0
+        return exit_codes.OK
     if not args.out:
         print("probe: --out DIR is required (or --write-script PATH)", file=sys.stderr)
-        return 2
+        return exit_codes.REFUSED
     return probe.run_cli(args)

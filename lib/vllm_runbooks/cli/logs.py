@@ -12,7 +12,9 @@ import json
 import sys
 from typing import Any
 
-from .logs import diagnose_log
+from . import exit_codes
+
+ORDER = 30
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -31,6 +33,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _record(path: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One log's diagnosis as the plain dict the JSON output lists."""
+    from ..logs import diagnose_log
+
     if path == "-":
         d = diagnose_log(sys.stdin.buffer.read(), max_bytes=args.max_bytes, engine=args.engine)
         d.source = "<stdin>"
@@ -63,4 +68,4 @@ def run(args: argparse.Namespace) -> int:
             top = next((f for f in r["findings"] if f["label"] == r["label"] and f["severity"] != "info"), None)
             if top:
                 print(f"  next: {top['advice']}")
-    return 2 if any(r["status"] == "unreadable" for r in records) else 0
+    return exit_codes.REFUSED if any(r["status"] == "unreadable" for r in records) else exit_codes.OK

@@ -5,10 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vllm_runbooks.compat import CompatInputs, decide, inputs_from_evidence, load_evidence, recommend
-from vllm_runbooks.compat.inputs import BRAND_CLASSES
+from . import exit_codes
+
+if TYPE_CHECKING:
+    from ..compat import CompatInputs
+
+ORDER = 40
+#: ``compat.inputs.BRAND_CLASSES``, spelled out so building the parser does not import compat
+#: (a test keeps the two equal).
+BRAND_CLASSES = ("datacenter", "professional", "geforce")
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -40,6 +47,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 def build_inputs(args: argparse.Namespace) -> CompatInputs:
     """Evidence first (if given), then flags override; a new --gpu re-derives CC/brand not given."""
+    from ..compat import CompatInputs, inputs_from_evidence, load_evidence
+
     if args.evidence:
         inputs = inputs_from_evidence(load_evidence(args.evidence), args.profile)
     else:
@@ -75,15 +84,17 @@ def build_inputs(args: argparse.Namespace) -> CompatInputs:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the verdict. Exit 0 when decided, 2 on unreadable input, never a traceback."""
+    """Print the verdict. Exit OK when decided, REFUSED on unreadable input, never a traceback."""
+    from ..compat import decide, recommend
+
     try:
         inputs = build_inputs(args)
     except FileNotFoundError as exc:
         print(f"check-compat: {exc}", file=sys.stderr)
-        return 2
+        return exit_codes.REFUSED
     except (ValueError, KeyError, json.JSONDecodeError) as exc:
         print(f"check-compat: cannot read input: {exc}", file=sys.stderr)
-        return 2
+        return exit_codes.REFUSED
     d = decide(inputs)
     rem = recommend(d)
     if args.format == "json":
@@ -117,17 +128,4 @@ def run(args: argparse.Namespace) -> int:
         for f in d.facts:
             print(f"  source: {f.text} [{f.status}] {f.source}")
         print(f"remediation (default constraints): {rem.path}: {rem.title}")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Standalone entry for tests and for use before cli.py wires register()."""
-    parser = argparse.ArgumentParser(prog="vllm-runbooks")
-    sub = parser.add_subparsers(dest="command", required=True)
-    register(sub)
-    args = parser.parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return exit_codes.OK

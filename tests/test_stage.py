@@ -1,0 +1,103 @@
+"""The stage contract: typed headline, result protocol, one reader that refuses a changed file.
+
+Why: runbook 06 and schedulers act on what earlier runbooks concluded; a headline with a verdict
+outside the runbook's vocabulary, or a result read from a file edited after the run, would be
+acted on silently.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vllm_runbooks.canary.model import CanaryReport, Status, StepResult
+from vllm_runbooks.runner import RunbookResult, record_run
+from vllm_runbooks.runs import load_result
+from vllm_runbooks.stage import ArtefactError, Headline, StageResult, glue_result, result_class
+
+
+def _report(verdict: str = "pass") -> CanaryReport:
+    step = StepResult("model_load", "Model load", 2, Status.PASS, "models listed", duration_s=0.5)
+    return CanaryReport("http://127.0.0.1:1", "tiny", "2026-01-01T00:00:00Z", 1.0, verdict, steps=[step])
+
+
+def test_headline_is_typed_versioned_and_checks_the_vocabulary() -> None:
+    head = _report().headline()
+    assert isinstance(head, Headline)
+    data = head.to_dict()
+    assert data["schema"] == "headline" and data["schema_version"] == 1
+    assert data["runbook"] == "canary_validation" and data["verdict"] == "pass"
+    with pytest.raises(ValueError, match="not one of"):
+        Headline.of("canary_validation", "passed", {}, ("pass", "fail"))
+    assert Headline.coerce({"verdict": "x"}) is None  # no runbook: not passed off as a headline
+    assert Headline.coerce({"runbook": "a", "verdict": "b"}).figures == {}
+
+
+def test_result_follows_the_protocol_and_glues_the_headline_last(monkeypatch) -> None:
+    report = _report()
+    assert isinstance(report, StageResult)
+    glued: list[str] = []
+    monkeypatch.setattr("vllm_runbooks.scraps.glue", lambda name, data: glued.append(name))
+    data = glue_result(report)
+    assert glued[-1] == "headline" and data["headline"]["schema"] == "headline"
+    assert "canary_model_load" in glued
+
+
+def test_save_never_overwrites_and_load_result_reads_the_newest(tmp_path: Path) -> None:
+    first = _report("fail").save(tmp_path)
+    second = _report("pass").save(tmp_path)
+    assert first != second and first.exists() and second.name == "canary_report-2.json"
+    assert load_result(tmp_path, "03_canary_validation").verdict == "pass"
+
+
+def test_a_changed_artefact_is_refused_naming_the_file(tmp_path: Path) -> None:
+    path = _report("fail").save(tmp_path)
+    record_run(
+        tmp_path,
+        RunbookResult("canary_validation", "x.ipynb", None, "ok", "t0", "t1", 1.0, {}, run_dir=str(tmp_path)),
+    )
+    assert load_result(tmp_path, "canary_validation").verdict == "fail"
+    data = json.loads(path.read_text())
+    data["verdict"] = "pass"  # someone "fixes" the record after the fact
+    path.write_text(json.dumps(data))
+    with pytest.raises(ArtefactError, match="canary_report.json"):
+        load_result(tmp_path, "canary_validation")
+
+
+def test_unreadable_or_foreign_artefacts_are_refused_by_name(tmp_path: Path) -> None:
+    target = tmp_path / "canary" / "canary_report.json"
+    target.parent.mkdir()
+    target.write_text("{not json")
+    with pytest.raises(ArtefactError, match="canary_report.json.*not readable JSON"):
+        load_result(tmp_path, "canary_validation")
+    target.write_text(json.dumps({"schema": "evidence"}))
+    with pytest.raises(ArtefactError, match="schema is 'evidence'"):
+        load_result(tmp_path, "canary_validation")
+    with pytest.raises(FileNotFoundError):
+        load_result(tmp_path / "nothing", "canary_validation")
+    with pytest.raises(KeyError, match="no result registered"):
+        result_class("no_such_runbook")
+
+
+def _imported_after(statement: str) -> list[str]:
+    heavy = (
+        "papermill",
+        "pandas",
+        "plotly",
+        "vllm_runbooks.runner",
+        "vllm_runbooks.probe",
+        "vllm_runbooks.evidence.collectors",
+    )
+    code = f"import sys\n{statement}\nprint(','.join(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return [m for m in out.strip().split(",") if m]
+
+
+def test_importing_the_contract_and_the_evidence_model_stays_light() -> None:
+    assert _imported_after("import vllm_runbooks.evidence.model") == []
+    assert _imported_after("import vllm_runbooks.stage") == []
+    assert _imported_after("import vllm_runbooks.runs") == ["vllm_runbooks.runner"]  # paths, not papermill
