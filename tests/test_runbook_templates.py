@@ -37,6 +37,7 @@ def test_the_four_runbooks_are_there() -> None:
         "compatibility_decision",
         "canary_validation",
         "prefix_cache_check",
+        "load_check",
     ]
 
 
