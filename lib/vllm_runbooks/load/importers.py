@@ -115,16 +115,58 @@ def _status_in(text: str) -> int | None:
 
 
 # -- GuideLLM --------------------------------------------------------------------------------
-def guidellm_levels(data: dict[str, Any]) -> list[tuple[int, str, list[RequestRecord]]]:
-    """(level, label, records) per benchmark of a GuideLLM ``benchmarks.json`` (see guidellm_records)."""
+def guidellm_levels(data: dict[str, Any]) -> list[tuple[int, str, list[RequestRecord], dict[str, Any]]]:
+    """(level, label, records, the tool's statistics) per benchmark of a GuideLLM ``benchmarks.json``.
+
+    GuideLLM's latency statistics are its own (token-weighted ITL and TPOT, its percentile method);
+    the level's figures are taken from them so the table shows what the tool printed."""
     out = []
     for b, bench in enumerate(data.get("benchmarks") or []):
         if not isinstance(bench, dict):
             raise ResultsFileError(f"benchmarks[{b}] is not an object")
         level, label = _guidellm_level(bench)
-        out.append((level, label, guidellm_records(bench, level)))
+        out.append((level, label, guidellm_records(bench, level), guidellm_stats(bench)))
     if not out:
         raise ResultsFileError("GuideLLM file lists no benchmarks")
+    return out
+
+
+def _gl_dist(metrics: dict[str, Any], name: str, scale: float = 1.0) -> dict[str, float | None] | None:
+    dist = metrics.get(name)
+    dist = dist.get("successful") if isinstance(dist, dict) else None
+    if not isinstance(dist, dict) or not dist.get("count"):
+        return None
+    pct = dist.get("percentiles") if isinstance(dist.get("percentiles"), dict) else {}
+
+    def r(x: Any) -> float | None:
+        v = _num(x)
+        return None if v is None else round(v * scale, 3)
+
+    return {
+        "mean": r(dist.get("mean")),
+        "p50": r(dist.get("median")),
+        "p95": r(pct.get("p95")),
+        "p99": r(pct.get("p99")),
+    }
+
+
+def guidellm_stats(bench: dict[str, Any]) -> dict[str, Any]:
+    """Summary fields from a GuideLLM benchmark's ``metrics`` (TTFT, ITL, TPOT in ms, latency in s)."""
+    metrics = bench.get("metrics") if isinstance(bench.get("metrics"), dict) else {}
+    out: dict[str, Any] = {}
+    for field, name, scale in (
+        ("ttft_ms", "time_to_first_token_ms", 1.0),
+        ("itl_ms", "inter_token_latency_ms", 1.0),
+        ("tpot_ms", "time_per_output_token_ms", 1.0),
+        ("e2e_ms", "request_latency", 1000.0),
+    ):
+        dist = _gl_dist(metrics, name, scale)
+        if dist is not None:
+            out[field] = dist
+    rps = metrics.get("requests_per_second")
+    rps = rps.get("successful") if isinstance(rps, dict) else None
+    if isinstance(rps, dict) and _num(rps.get("mean")) is not None:
+        out["requests_per_s"] = round(float(rps["mean"]), 3)
     return out
 
 
@@ -229,7 +271,10 @@ def import_results(config: Any) -> LoadCheckResult:
         kind = detect(data)
         if kind == "vllm_bench":
             level, records = vllm_bench_records(data)
-            levels = [(level or 1, f"vllm bench serve (max_concurrency {data.get('max_concurrency')})", records)]
+            label = f"vllm bench serve (max_concurrency {data.get('max_concurrency')})"
+            stats = {k: round(v, 3) for k, v in (("requests_per_s", _num(data.get("request_throughput"))),
+                     ("output_tokens_per_s", _num(data.get("output_throughput")))) if v is not None}  # fmt: skip
+            levels = [(level or 1, label, records, stats)]
             base.model = data.get("model_id")
         elif kind == "guidellm":
             levels = guidellm_levels(data)
@@ -241,8 +286,11 @@ def import_results(config: Any) -> LoadCheckResult:
     slo_s = config.slo_ttft_ms / 1000.0
     tpot_s = config.slo_tpot_ms / 1000.0 if config.slo_tpot_ms else None
     results, all_records, labels = [], [], []
-    for level, label, records in sorted(levels, key=lambda x: x[0]):
+    for level, label, records, stats in sorted(levels, key=lambda x: x[0]):
         summary = summarise(records, slo_ttft_s=slo_s, slo_tpot_s=tpot_s)
+        if stats:  # the tool's own statistics, as it printed them
+            for key, value in stats.items():
+                setattr(summary, key, value)
         lv = LevelResult(level, summary, "imported", Signals())
         results.append(lv)
         lv.saturation = over_saturation(
