@@ -215,7 +215,7 @@ class LoadCheckResult(ResultMixin, Record):
         if self.records:
             lines = "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in self.records)
             self.records_file = str(write_artefact(run_dir, RECORDS_FILE, lines).relative_to(Path(run_dir)))
-        return write_artefact(run_dir, RESULT_FILE, self)
+        return write_artefact(run_dir, RESULT_FILE, self.to_dict())
 
     # -- display ------------------------------------------------------------------------------
     def _repr_html_(self) -> str:
