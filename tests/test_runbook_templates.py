@@ -37,11 +37,12 @@ def _parameter_names(path: Path) -> list[str]:
 
 def test_the_four_runbooks_are_there() -> None:
     names = [name for name, _ in TEMPLATES]
-    assert names[:4] == [
+    assert names[:5] == [
         "evidence_capture",
         "compatibility_decision",
         "canary_validation",
         "prefix_cache_check",
+        "load_check",
     ]
     assert "change_record" in names
 

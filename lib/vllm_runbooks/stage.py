@@ -62,6 +62,7 @@ RESULT_MODULES: dict[str, str] = {
     "compatibility_decision": "vllm_runbooks.compat.stage",
     "canary_validation": "vllm_runbooks.canary.model",
     "prefix_cache_check": "vllm_runbooks.prefix_cache.result",
+    "load_check": "vllm_runbooks.load.result",
     "change_record": "vllm_runbooks.record.model",
 }
 
