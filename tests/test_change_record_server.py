@@ -30,6 +30,15 @@ def before_after(target_factory, tmp_path_factory: pytest.TempPathFactory) -> tu
         "shared": {"source": str(R580), "endpoint": target.base_url, "model": target.model},
         "canary_validation": {"server_log": target.log_path, "tool_calls": 4},
         "prefix_cache_check": {"log_path": target.log_path, "requests": 3},
+        # runbook 05, small (no restarts: the fixture's server is shared with other tests)
+        "load_check": {
+            "stage_seconds": 5,
+            "max_seconds": 30,
+            "max_concurrency": 2,
+            "level_requests": 4,
+            "level_seconds": 5,
+            "max_requests": 40,
+        },
         "change_record": {"rollback_store": "s3://rollback/k3/ (driver 575.57.08 packages, image digest)"},
     }
     after = run_suite(params, root / "after", before.run_dir)
@@ -51,6 +60,10 @@ def test_record_from_real_runs_ticks_only_from_evidence(before_after) -> None:
     assert not ticked["access_control"].ticked and "without any API key" in ticked["access_control"].reason
     assert not ticked["load_and_restart"].ticked and "restart stability" in ticked["load_and_restart"].reason
     assert record.adopted_path["path"] == "upgrade_driver" and "baseline run" in record.adopted_path["from_run"]
+    # runbook 05 ran: its own stages decide long text, and restart stability names the missing restarts
+    scope = {s.name: s for s in record.verified + record.unverified}
+    assert scope["long_text"].verified or scope["long_text"].reason.startswith("runbook 05 stage single_long")
+    assert "ran without restarts" in scope["failure_recovery"].reason
     driver = [c for c in record.comparison if c.kind == "environment" and c.item == "driver"]
     assert driver and driver[0].before == "575.57.08" and driver[0].after.startswith("580.")
     assert any(b.item == "rollback" and b.present for b in record.baseline)
