@@ -266,3 +266,15 @@ def test_hostile_run_json_shapes_give_reasons_not_crashes(tmp_path: Path) -> Non
     assert "model_load" in {s.name for s in record.verified}
     assert all(b.reason for b in record.baseline if not b.present)
     assert "ran without restarts" in next(c for c in record.checklist if c.name == "load_and_restart").reason
+
+
+@pytest.mark.slow
+def test_report_view_has_results_without_code_or_parameters(suite_run) -> None:
+    run_dir = Path(suite_run.run_dir)
+    full = (run_dir / "06_change_record.html").read_text(encoding="utf-8")
+    report = (run_dir / "06_change_record.report.html").read_text(encoding="utf-8")
+    assert 'class="highlight hl-ipython3"' in full and "hl-ipython3" not in report  # code cells dropped
+    assert "reevaluate_days = 30" not in report and "| `reevaluate_days` |" not in report  # parameters
+    assert "Change record: incomplete" in report and "Change checklist (ticked from evidence only)" in report
+    failed = (run_dir / "02_boom.report.html").read_text(encoding="utf-8")
+    assert "RuntimeError" in failed and "exploded on purpose" in failed  # a failure is evidence: it stays

@@ -63,6 +63,8 @@ def render_report_view(notebook: str | Path) -> Path | None:
 def _keep(output: dict) -> bool:
     """Results a reader wants: rich displays and results, not stderr, scraps or bare reprs."""
     kind = output.get("output_type")
+    if kind == "error":
+        return True  # a failed step is evidence
     if kind == "stream":
         return output.get("name") == "stdout" and bool(str(output.get("text", "")).strip())
     data = output.get("data") or {}
@@ -70,4 +72,4 @@ def _keep(output: dict) -> bool:
         return False
     if kind == "execute_result" and set(data) == {"text/plain"}:
         return False  # a variable echoed by the cell (a path, a repr): code-level detail
-    return True  # errors stay: a failed step is evidence
+    return True
