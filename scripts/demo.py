@@ -22,6 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 INCIDENTS = REPO / "examples" / "incidents"
 BEFORE = INCIDENTS / "k3-cu130-on-r575"
 AFTER = INCIDENTS / "k3-after-r580-upgrade"
+#: A cell that hangs fails its runbook after this long instead of stalling the demo.
+CELL_TIMEOUT_S = 150
 #: Runbook 05 on the demo: small and bounded; parameters the template does not declare are
 #: dropped. No restarts yet: restarting the embedded target on its own port failed here with
 #: port_busy, so the record lists restart stability as unverified, with that reason.
@@ -44,7 +46,7 @@ def _show(entry: SuiteEntry) -> None:
 def _suite(label: str, params: dict, baseline: Path | None = None) -> SuiteResult:
     run_dir = new_run_dir(label=label)
     print(f"demo: suite → {run_dir}", flush=True)
-    return run_suite(params, run_dir, baseline, on_entry=_show)
+    return run_suite(params, run_dir, baseline, on_entry=_show, cell_timeout_s=CELL_TIMEOUT_S)
 
 
 def main() -> int:

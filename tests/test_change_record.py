@@ -278,3 +278,14 @@ def test_report_view_has_results_without_code_or_parameters(suite_run) -> None:
     assert "Change record: incomplete" in report and "Change checklist (ticked from evidence only)" in report
     failed = (run_dir / "02_boom.report.html").read_text(encoding="utf-8")
     assert "RuntimeError" in failed and "exploded on purpose" in failed  # a failure is evidence: it stays
+
+
+@pytest.mark.slow
+def test_a_hanging_cell_fails_its_runbook_and_the_suite_goes_on(tmp_path: Path) -> None:
+    folder = tmp_path / "templates"
+    make_template(folder, "01_hang.ipynb", ["import threading\nthreading.Event().wait()"])
+    shutil.copy(REPO_ROOT / "runbooks" / "06_change_record.ipynb", folder / "06_change_record.ipynb")
+    result = run_suite({}, tmp_path / "run", templates=folder, cell_timeout_s=3)
+    status = {e.name: (e.status, e.reason or "") for e in result.runbooks}
+    assert status["hang"][0] == "failed" and "CellTimeoutError" in status["hang"][1]
+    assert status["change_record"][0] == "ok"

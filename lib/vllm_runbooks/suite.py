@@ -148,9 +148,14 @@ def run_suite(
     *,
     templates: Path | None = None,
     on_entry: Callable[[SuiteEntry], None] | None = None,
+    cell_timeout_s: int = 1800,
     **kwargs: Any,
 ) -> SuiteResult:
-    """Run the suite; ``kwargs`` go to ``run_runbook`` (progress, kernel_name, timeouts)."""
+    """Run the suite; ``kwargs`` go to ``run_runbook`` (progress, kernel_name).
+
+    ``cell_timeout_s`` bounds every cell: a cell that hangs (a widget cell under nbclient can,
+    jupyter/nbclient#312) fails that runbook after this long, and the suite goes on.
+    """
     base = Path(baseline).resolve() if baseline else None
     if base is not None and not (base / RUN_JSON).is_file():
         raise RunbookError(f"--baseline {base}: not a run directory (no {RUN_JSON})")
@@ -165,7 +170,9 @@ def run_suite(
         entry = SuiteEntry(name, "skipped", skip, parameters=sorted(parameters))
         if skip is None:
             try:
-                done = run_runbook(name, parameters, path, templates=templates, **kwargs)
+                done = run_runbook(
+                    name, parameters, path, templates=templates, execution_timeout_s=cell_timeout_s, **kwargs
+                )
                 entry.status, entry.reason = done.status, done.error
                 entry.verdict = (done.headline or {}).get("verdict") if done.headline else None
                 entry.notebook, entry.html = done.notebook, done.html

@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--run-dir", help="a new (or empty) run directory (default: runs/<timestamp>-<host>-<id>/)")
     parser.add_argument("--baseline", help="run directory saved before the change (for the change record)")
     parser.add_argument("--kernel", help="Jupyter kernel name (default: the notebooks')")
+    parser.add_argument(
+        "--cell-timeout", type=int, default=1800, help="seconds one cell may run before its runbook fails"
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.set_defaults(func=cmd_suite)
 
@@ -37,7 +40,14 @@ def cmd_suite(args: argparse.Namespace) -> int:
     def progress(entry: object) -> None:
         print(f"suite: {entry.name}: {entry.status}", file=sys.stderr, flush=True)  # type: ignore[attr-defined]
 
-    result = run_suite(params, args.run_dir, args.baseline, kernel_name=args.kernel, on_entry=progress)
+    result = run_suite(
+        params,
+        args.run_dir,
+        args.baseline,
+        kernel_name=args.kernel,
+        on_entry=progress,
+        cell_timeout_s=args.cell_timeout,
+    )
     if args.format == "json":
         dump_json(result.to_dict())
     else:
