@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.server, pytest.mark.slow]
 def before_after(target_factory, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     target = target_factory("default")
     root = tmp_path_factory.mktemp("record_runs")
-    before = run_suite({"shared": {"source": str(R575)}}, root / "before")
+    before = run_suite({"shared": {"source": str(R575)}}, root / "before", cell_timeout_s=300)
     params = {
         "shared": {"source": str(R580), "endpoint": target.base_url, "model": target.model},
         "canary_validation": {"server_log": target.log_path, "tool_calls": 4},
@@ -41,7 +41,7 @@ def before_after(target_factory, tmp_path_factory: pytest.TempPathFactory) -> tu
         },
         "change_record": {"rollback_store": "s3://rollback/k3/ (driver 575.57.08 packages, image digest)"},
     }
-    after = run_suite(params, root / "after", before.run_dir)
+    after = run_suite(params, root / "after", before.run_dir, cell_timeout_s=300)
     assert {e.name: e.status for e in after.runbooks}.get("change_record") == "ok", after.lines()
     return Path(before.run_dir), Path(after.run_dir)
 
