@@ -251,13 +251,13 @@ def run(config: Config | None = None, *, quiet: bool = False, **overrides: Any) 
             else:
                 if not quiet:
                     print(f"stage {st.name}: {st.title}…", flush=True)
-                before = _scrape(client) if st.needs_endpoint and not ctx.shared.get("dead") else None
+                before = _scrape(ctx.client) if st.needs_endpoint and not ctx.shared.get("dead") else None
                 mark = logs.mark()
                 try:
                     out = st.fn(ctx)
                 except Exception as exc:  # a bug in a stage is evidence, not a crashed runbook
                     out = ctx.outcome(StageStatus.FAIL, f"stage raised {type(exc).__name__}: {exc}")
-                after = _scrape(client) if before is not None else None
+                after = _scrape(ctx.client) if before is not None else None
                 if before is not None and after is not None:
                     out.counter_deltas = diff(before, after, STAGE_COUNTERS).deltas
                 out.log_findings = logs.since(mark)
@@ -273,7 +273,7 @@ def run(config: Config | None = None, *, quiet: bool = False, **overrides: Any) 
             out.duration_s = round(out.t_end_s - out.t_start_s, 3)
             outcomes.append(out)
     finally:
-        client.close()
+        ctx.client.close()
     result = LoadCheckResult(
         source=target.base_url,
         model=ctx.model,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..canary.steps.endpoint import IMAGE_REFUSAL
+from ..client import EndpointClient
 from .restart import RestartAttempt, restart_embedded, restart_with_command
 from .result import StageStatus
 from .saturation import knee, over_saturation
@@ -85,6 +86,12 @@ def _restarts(ctx: StageContext) -> list[RestartAttempt]:
         return []
     out = []
     for i in range(1, n + 1):
+        # Our own keep-alive connections would be closed by the stopping server, leaving its port in
+        # TIME_WAIT: close them first (the client reconnects on its next call).
+        ctx.client.close()
+        ctx.client = EndpointClient(
+            ctx.target.base_url, api_key_env=cfg.api_key_env, model=ctx.model, timeout_s=ctx.client.timeout_s
+        )
         if cfg.restart_target:
             att = restart_embedded(cfg.restart_target, i, cfg.restart_timeout_s, cfg.restart_target_root)
         else:
