@@ -69,6 +69,7 @@ class Config(Record):
     level_requests: int = 24
     level_seconds: float = 30.0
     metrics_interval_s: float = 1.0
+    nvml: bool = True  # sample GPU memory with NVML when the endpoint is on this machine
     seed: int = 0
     # evidence from the node
     server_log: str | None = None
@@ -284,7 +285,12 @@ def run(config: Config | None = None, *, quiet: bool = False, **overrides: Any) 
         knee_concurrency=ctx.shared.get("knee"),
         slo={"ttft_ms": config.slo_ttft_ms, "tpot_ms": config.slo_tpot_ms, "max_error_rate": config.max_error_rate},
         metrics=list(ctx.samples),
-        totals={"requests": len(ctx.records), "budget_used": budget.used, "max_requests": config.max_requests},
+        totals={
+            "requests": len(ctx.records),
+            "budget_used": budget.used,
+            "max_requests": config.max_requests,
+            "nvml": ctx.nvml_note or "not sampled (no stage sent load)",
+        },
         config=config.to_dict(),
         records=ctx.records,
     )

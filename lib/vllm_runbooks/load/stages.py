@@ -66,6 +66,22 @@ class StageContext:
         self.samples: list[MetricsSample] = []
         self.shared: dict[str, Any] = {}
         self.stage = ""
+        self.nvml_note = ""
+        self._nvml_ok: bool | None = None
+
+    def gpu_memory_fn(self) -> Callable[[], float | None] | None:
+        """NVML used memory (MiB, all GPUs) when this machine serves the endpoint and has NVML."""
+        if not getattr(self.config, "nvml", True):
+            self.nvml_note = "NVML sampling off (nvml=False)"
+            return None
+        from ..prefix_cache.gpu import gpu_memory
+
+        endpoint = self.target.base_url
+        if self._nvml_ok is None:
+            probe = gpu_memory(endpoint)
+            self._nvml_ok = probe.available
+            self.nvml_note = "NVML sampled during every stage" if probe.available else probe.reason
+        return (lambda: gpu_memory(endpoint).used_mib) if self._nvml_ok else None
 
     # -- load -----------------------------------------------------------------------------------
     def stop_rules(self, concurrency: int, *, slo: bool = True) -> Callable[[Live], str | None]:
@@ -131,6 +147,7 @@ class StageContext:
                     self.t0,
                     self.stage,
                     stage_samples,
+                    gpu_memory=self.gpu_memory_fn(),
                 )
             )
         stop = self.stop_rules(concurrency, slo=slo_stop)
