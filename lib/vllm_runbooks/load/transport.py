@@ -215,7 +215,8 @@ class Connection(asyncio.Protocol):
                 eol = buf.find(b"\r\n", pos)
                 if eol < 0:
                     break
-                size = int(bytes(buf[pos:eol]).split(b";", 1)[0], 16)
+                line = buf[pos:eol]
+                size = int(line.split(b";", 1)[0] if b";" in line else line, 16)
                 if size == 0:
                     # last chunk; trailers (rare) end with an empty line
                     rest = buf.find(b"\r\n\r\n", eol) if buf[eol + 2 : eol + 4] != b"\r\n" else eol
@@ -253,6 +254,9 @@ class Connection(asyncio.Protocol):
             sink.on_body(data)
             return
         ev = self._events
+        if not ev and data.startswith(b"data: ") and data.find(b"\n") == len(data) - 2 and data.endswith(b"\n\n"):
+            sink.on_event(now, data[6:-2])  # the usual case: one whole event in one chunk
+            return
         ev += data
         if b"\r" in data:
             ev[:] = ev.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
