@@ -99,6 +99,9 @@ def _restarts(ctx: StageContext) -> list[RestartAttempt]:
                 cfg.restart_command, lambda: ctx.client.health(timeout_s=2.0).ok, i, cfg.restart_timeout_s
             )
         out.append(att)
+        # restarts are bounded by restart_timeout_s each; the global caps are for load, so the time
+        # a restart took does not eat the load stages' budget
+        ctx.budget.started += att.command_s or 0.0
         if not att.ok:
             break
     return out
