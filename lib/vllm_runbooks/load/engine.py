@@ -81,9 +81,11 @@ class Target:
 
     @property
     def base_url(self) -> str:
+        """The endpoint as a URL (credentials never appear: they are refused)."""
         return self.endpoint.base_url
 
     def raw(self, payload: Payload) -> bytes:
+        """The request's bytes for this target, rendered once per payload (sending is then one write)."""
         cached = payload._raw
         if cached is None or cached[0] is not self:  # rendered for this target only
             body = json.dumps(payload.body, separators=(",", ":")).encode()
@@ -91,9 +93,11 @@ class Target:
         return cached[1]
 
     def get_bytes(self, path: str) -> bytes:
+        """A GET request for this target (``/metrics`` sampling)."""
         return request_bytes(self.endpoint, "GET", path, b"", self._headers)
 
     def mask(self, text: str) -> str:
+        """``text`` with this target's API key replaced by ``***`` (error bodies may echo it)."""
         return text.replace(self._mask_key, "***") if self._mask_key else text
 
 
@@ -126,6 +130,7 @@ class Live:
 
     @property
     def error_rate(self) -> float:
+        """Failed / done so far (0 before the first request ends)."""
         return self.failed / self.done if self.done else 0.0
 
 

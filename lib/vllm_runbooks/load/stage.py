@@ -150,6 +150,7 @@ def plan(config: Config) -> dict[str, Any]:
 
 
 def format_plan(p: dict[str, Any]) -> str:
+    """The plan as the lines printed before the first request."""
     lines = [
         f"load check plan → {p['endpoint']} (the only endpoint this run sends to)",
         f"  global caps: {p['max_requests']} requests, {p['max_seconds']:g} s; per stage ≤ {p['stage_seconds']:g} s; "
@@ -173,12 +174,14 @@ class _LogWatch:
         self.path = Path(path) if path else None
 
     def mark(self) -> int | None:
+        """The log's size now: where this stage's new lines will start."""
         try:
             return self.path.stat().st_size if self.path else None
         except OSError:
             return None
 
     def since(self, start: int | None) -> list[dict[str, Any]]:
+        """Findings in the lines the log gained since ``start`` (bounded read, redacted lines)."""
         if self.path is None or start is None:
             return []
         try:

@@ -109,6 +109,7 @@ def _restarts(ctx: StageContext) -> list[RestartAttempt]:
 
 @register("single_short", "Single short request", 2)
 def single_short(ctx: StageContext) -> Any:
+    """One short request: the server generates at all."""
     cfg = ctx.config
     p = short_prompts(ctx.model or "", input_words=cfg.input_words, max_tokens=cfg.max_tokens, count=1)
     run, summary, signals, capped = ctx.load(p, 1, 1, cfg.stage_seconds, slo_stop=False)
@@ -125,6 +126,7 @@ def single_short(ctx: StageContext) -> Any:
 
 @register("single_long", "Single request near the target context length", 3)
 def single_long(ctx: StageContext) -> Any:
+    """One prompt near the served context: long prompts fit and prefill works."""
     cfg = ctx.config
     if cfg.long_context_tokens:
         want = int(cfg.long_context_tokens)
@@ -149,6 +151,7 @@ def single_long(ctx: StageContext) -> Any:
 
 @register("same_prefix", "Several requests with the same prefix", 4)
 def same_prefix(ctx: StageContext) -> Any:
+    """Requests sharing a system prompt, one after another: cached tokens on the later ones."""
     cfg = ctx.config
     n = max(2, cfg.same_prefix_requests)
     shared = cfg.same_prefix_tokens
@@ -236,6 +239,7 @@ def ramp(ctx: StageContext) -> Any:
 
 @register("image_tools", "Image and tool calls mixed in", 6)
 def image_tools(ctx: StageContext) -> Any:
+    """Forced tool calls and images mixed under light concurrency (a text-only model's refusal skips images)."""
     cfg = ctx.config
     details: dict[str, Any] = {}
     probe_run, probe, _, cap = ctx.load([image_payload(ctx.model or "", 8)], 1, 1, cfg.stage_seconds, slo_stop=False)

@@ -34,10 +34,12 @@ class Budget:
 
     @property
     def requests_left(self) -> int:
+        """Requests the run may still send."""
         return max(0, self.max_requests - self.used)
 
     @property
     def seconds_left(self) -> float:
+        """Seconds the run may still use."""
         return max(0.0, self.max_seconds - (time.monotonic() - self.started))
 
     def grant(self, requests: int, seconds: float) -> tuple[int, float, str | None]:
@@ -182,6 +184,7 @@ class StageContext:
         return run, summary, signals, capped
 
     def outcome(self, status: StageStatus, reason: str, **kw: Any) -> StageOutcome:
+        """A StageOutcome for the current stage."""
         spec = STAGES[self.stage]
         return StageOutcome(stage=spec.name, title=spec.title, order=spec.order, status=status, reason=reason, **kw)
 
@@ -191,6 +194,8 @@ StageFn = Callable[[StageContext], StageOutcome]
 
 @dataclass
 class Stage:
+    """A registered stage: name, title, order and its function."""
+
     name: str
     title: str
     order: float
@@ -212,6 +217,7 @@ def register(name: str, title: str, order: float, *, needs_endpoint: bool = True
 
 
 def registered_stages() -> list[Stage]:
+    """The built-in and user stages, in order."""
     from . import stage_defs  # noqa: F401 - registers the built-in stages
 
     return sorted(STAGES.values(), key=lambda s: s.order)
@@ -228,6 +234,7 @@ def describe_errors(summary: Summary, records: Sequence[RequestRecord]) -> str:
 
 
 def level_result(concurrency: int, run: LoadRun | None, summary: Summary, signals: Signals) -> LevelResult:
+    """A ramp level from one bounded load."""
     return LevelResult(concurrency, summary, run.ended_by if run else "not run", signals)
 
 

@@ -71,11 +71,13 @@ class Endpoint:
 
     @property
     def host_header(self) -> str:
+        """The Host header: the port only when it is not the scheme's default."""
         default = 443 if self.scheme == "https" else 80
         return self.host if self.port == default else f"{self.host}:{self.port}"
 
     @property
     def base_url(self) -> str:
+        """The URL this endpoint was parsed from, normalised."""
         return f"{self.scheme}://{self.host_header}{self.prefix}"
 
 
@@ -165,6 +167,7 @@ class Connection(asyncio.Protocol):
 
     @property
     def reusable(self) -> bool:
+        """Open, idle and keep-alive: the pool may hand it out again."""
         return not self.closed and self._state == _IDLE and self._keep_alive
 
     # -- framing ----------------------------------------------------------------------------------
@@ -363,6 +366,7 @@ class Pool:
                 conn._close()
 
     def close(self) -> None:
+        """Close the idle connections (requests in flight end with their own deadline)."""
         for conn in self._idle:
             conn._close()
         self._idle.clear()
