@@ -42,9 +42,10 @@ class _Rendered:
 
     def __init__(self, model: str) -> None:
         self.model = model
-        self._cache: dict[tuple[bool, int], tuple[bytes, bytes, bytes]] = {}
+        self._cache: dict[tuple[bool, int], tuple[bytes, bytes, bytes, bytes]] = {}
 
-    def get(self, chat: bool, k: int) -> tuple[bytes, bytes, bytes]:
+    def get(self, chat: bool, k: int) -> tuple[bytes, bytes, bytes, bytes]:
+        """(headers, role chunk, one content chunk, usage + [DONE] + last chunk)."""
         key = (chat, k)
         if key not in self._cache:
             base = {"id": "cmpl-bench", "created": 0, "model": self.model}
@@ -60,9 +61,9 @@ class _Rendered:
             tail = _event({**base, "choices": [], "usage": usage}) + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
             head = (
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n"
-                b"transfer-encoding: chunked\r\n\r\n" + role
+                b"transfer-encoding: chunked\r\n\r\n"
             )
-            self._cache[key] = (head, tok, tail)
+            self._cache[key] = (head, role, tok, tail)
         return self._cache[key]
 
 
@@ -111,8 +112,12 @@ class StreamServer:
                     if end < 0:
                         return
                     head = self.buf[:end]
-                    m = re.search(rb"(?i)content-length:\s*(\d+)", head)
-                    length = int(m.group(1)) if m else 0
+                    lower = head.lower()
+                    at = lower.find(b"content-length:")
+                    length = 0
+                    if at >= 0:
+                        eol = lower.find(b"\r\n", at)
+                        length = int(head[at + 15 : eol if eol >= 0 else len(head)])
                     if len(self.buf) < end + 4 + length:
                         return
                     body = self.buf[end + 4 : end + 4 + length]
@@ -139,16 +144,16 @@ class StreamServer:
         m = _MAX_TOKENS.search(body)
         k = max(1, min(self.max_tokens_cap, int(m.group(1)) if m else 16))
         chat = b"chat/completions" in line
-        head_b, tok, tail = self.rendered.get(chat, k)
+        head_b, role, tok, tail = self.rendered.get(chat, k)
         self.requests += 1
         self.chunks += k
         ttft = self.ttft + self.per_inflight * self.inflight
         if ttft <= 0 and self.itl <= 0:
-            t.write(head_b + tok * k + tail)  # type: ignore[attr-defined]
+            t.write(head_b + role + tok * k + tail)  # type: ignore[attr-defined]
             return
         self.inflight += 1
         self.max_inflight = max(self.max_inflight, self.inflight)
-        t.write(head_b)  # type: ignore[attr-defined]
+        t.write(head_b)  # headers now; the role chunk leaves with the first token, as vLLM sends it
         loop = self._loop
         assert loop is not None
         first_at = arrival + ttft
@@ -159,11 +164,12 @@ class StreamServer:
                 return
             if i == 0 and len(self.first_late_s) < 100000:
                 self.first_late_s.append(time.monotonic() - first_at)
+            data = role + tok if i == 0 else tok
             if i == k - 1:
-                t.write(tok + tail)  # type: ignore[attr-defined]
+                t.write(data + tail)  # type: ignore[attr-defined]
                 self.inflight -= 1
             else:
-                t.write(tok)  # type: ignore[attr-defined]
+                t.write(data)  # type: ignore[attr-defined]
                 loop.call_at(first_at + (i + 1) * self.itl, send, i + 1)
 
         loop.call_at(first_at, send, 0)
@@ -178,7 +184,13 @@ class StreamServer:
             "itl_ms": self.itl * 1000,
             "ttft_per_inflight_ms": self.per_inflight * 1000,
             "max_inflight": self.max_inflight,
-            "first_chunk_late_ms": {"p50": pick(0.5), "p99": pick(0.99), "max": pick(1.0)},
+            "server_cpu_s": round(time.process_time(), 3),
+            "first_chunk_late_ms": {
+                "mean": round(1000 * sum(late) / len(late), 3) if late else None,
+                "p50": pick(0.5),
+                "p99": pick(0.99),
+                "max": pick(1.0),
+            },
         }
 
     # -- running --------------------------------------------------------------------------

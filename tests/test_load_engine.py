@@ -49,9 +49,12 @@ def test_stream_timing_and_counts(stream50: StreamServer) -> None:
     for r in run.records:
         assert r.ok and r.status == 200 and r.output_tokens == 8 and r.prompt_tokens == 8
         assert 0.049 <= r.ttft_s < 0.2, r.ttft_s
-        # reads may coalesce two chunks (an in-process server shares the GIL), but most gaps are the 2 ms
-        assert len(r.itl_s) == 7 and sorted(r.itl_s)[3] > 0.001 and max(r.itl_s) < 0.1
+        # one gap per later content chunk; they span first → last content chunk, within TTFT → end
+        assert len(r.itl_s) == 7 and min(r.itl_s) >= 0 and sum(r.itl_s) <= r.e2e_s - r.ttft_s + 1e-9
         assert r.tpot_s is not None and r.e2e_s >= r.ttft_s
+    # the server's absolute schedule puts the last token 7 x 2 ms after the first; a busy machine may
+    # deliver a whole stream in one read (gaps of 0), but not every stream of the run
+    assert max(sum(r.itl_s) for r in run.records) >= 0.010
     s = summarise(run.records)
     assert s.completed == 6 and s.failed == 0 and s.ttft_ms["p50"] >= 49
     assert run.connects == 2  # keep-alive: one connection per worker, reused

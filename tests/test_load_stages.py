@@ -197,3 +197,39 @@ def test_budget_grants_and_notes() -> None:
     b.used = 8
     n, _, note = b.grant(4, 5.0)
     assert n == 2 and "max_requests=10" in note
+
+
+class _FakeNvml:
+    """A fake NVML at the boundary a CPU machine cannot reach: one GPU with 2 GiB in use."""
+
+    class _Mem:
+        used, total = 2 * 2**30, 80 * 2**30
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlShutdown(self) -> None:
+        pass
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:
+        return i
+
+    def nvmlDeviceGetMemoryInfo(self, h: int) -> object:
+        return self._Mem()
+
+    def nvmlDeviceGetName(self, h: int) -> str:
+        return "NVIDIA H200"
+
+
+def test_nvml_is_sampled_with_metrics_for_a_local_endpoint(
+    healthy: StreamServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", _FakeNvml())
+    res = run(Config(endpoint=healthy.base_url, stages=["health", "ramp"], max_concurrency=2, **QUICK), quiet=True)
+    assert res.metrics and all(s.gpu_mem_used_mib == 2048.0 for s in res.metrics)
+    assert res.totals["nvml"] == "NVML sampled during every stage"
+    off = run(Config(endpoint=healthy.base_url, stages=["health", "ramp"], max_concurrency=1, nvml=False, **QUICK))
+    assert all(s.gpu_mem_used_mib is None for s in off.metrics) and "off" in off.totals["nvml"]

@@ -20,6 +20,8 @@ import yaml
 
 
 class ErrorClass(enum.StrEnum):
+    """What a failed request means for the node: memory, communication, load, the request, the client."""
+
     OOM = "oom"
     COMMUNICATION = "communication"
     TIMEOUT = "timeout"
@@ -47,6 +49,8 @@ TRANSPORT_CLASSES = {
 
 @dataclass(frozen=True)
 class Rule:
+    """One data rule: statuses (any when empty) and a body pattern (any when None)."""
+
     cls: ErrorClass
     statuses: frozenset[int]
     body: re.Pattern[str] | None

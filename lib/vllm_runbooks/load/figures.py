@@ -81,6 +81,9 @@ def metrics_timeline(result: LoadCheckResult) -> FigureView:
     fig.add_trace(go.Scatter(x=t, y=[s.running for s in m], name="running", mode="lines+markers"))
     kv = [None if s.kv_usage is None else s.kv_usage * 100 for s in m]
     fig.add_trace(go.Scatter(x=t, y=kv, name="KV usage %", line={"dash": "dot"}), secondary_y=True)
+    gpu = [s.gpu_mem_used_mib for s in m]
+    if any(g is not None for g in gpu):
+        fig.add_trace(go.Scatter(x=t, y=gpu, name="GPU memory used (MiB, NVML)", line={"dash": "dashdot"}))
     pre = [s.preemptions for s in m]
     if any(p for p in pre):
         fig.add_trace(go.Scatter(x=t, y=pre, name="preemptions (total)", line={"dash": "dash"}))

@@ -35,6 +35,7 @@ def _num(x: Any) -> float | None:
 
 
 def read_json(path: str | Path) -> Any:
+    """The file's JSON under the byte cap, or ResultsFileError saying why not."""
     p = Path(path)
     try:
         size = p.stat().st_size

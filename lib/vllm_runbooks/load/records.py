@@ -106,6 +106,7 @@ class Summary(Record):
 
     @property
     def error_rate(self) -> float:
+        """Failed / (completed + failed); cut requests are neither."""
         n = self.completed + self.failed
         return self.failed / n if n else 0.0
 
@@ -182,6 +183,7 @@ def _meets(r: RequestRecord, slo_ttft_s: float | None, slo_tpot_s: float | None)
 
 
 def finite(x: float | None) -> bool:
+    """A number that is neither None, NaN nor infinite (figures that can be plotted)."""
     return x is not None and math.isfinite(x)
 
 

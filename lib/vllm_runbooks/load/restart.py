@@ -91,6 +91,10 @@ def restart_embedded(name: str, index: int, timeout_s: float, root: str | Path |
     stopped = stop_target(name, root=Path(root) if root else None)
     if not stopped.ok:
         return RestartAttempt(index, False, message=f"stop failed: {stopped.failure}")
+    if port:  # connections the server closed at shutdown hold its port in TIME_WAIT for up to a minute
+        from ..target.server import port_in_use
+
+        wait_healthy(lambda: not port_in_use(port), min(t0 + timeout_s, time.monotonic() + 75.0))
     handle = start_target(name, config, port=port, root=Path(root) if root else None, startup_timeout_s=timeout_s)
     took = round(time.monotonic() - t0, 2)
     if not handle.ok:

@@ -38,6 +38,8 @@ class Html:
 
 
 class StageStatus(enum.StrEnum):
+    """How a stage ended: pass, warn (ran with errors under the stop threshold), fail, skip."""
+
     PASS = "pass"
     WARN = "warn"  # ran, with errors under the stop threshold or a server-side warning
     FAIL = "fail"
@@ -64,6 +66,7 @@ class LevelResult(Record):
         return out
 
     def point(self) -> LevelPoint:
+        """This level as the saturation test and the knee read it."""
         s = self.summary
         return LevelPoint(
             self.concurrency, s.ttft_ms.get("p50"), s.ttft_ms.get("p95"), s.requests_per_s, s.error_rate, s.completed
@@ -103,6 +106,7 @@ class StageOutcome(Record):
         return out
 
     def row(self) -> dict[str, Any]:
+        """One row of the per-stage table."""
         s = self.summary
         row: dict[str, Any] = {"stage": self.title, "status": self.status.value, "reason": self.reason}
         if s is not None:
@@ -156,13 +160,16 @@ class LoadCheckResult(ResultMixin, Record):
 
     # -- figures ------------------------------------------------------------------------------
     def stage(self, name: str) -> StageOutcome | None:
+        """The outcome of stage ``name``, or None when it was not run."""
         return next((s for s in self.stages if s.stage == name), None)
 
     def ramp_levels(self) -> list[LevelResult]:
+        """The ramp's levels in order (imported benchmarks become levels too)."""
         ramp = self.stage("ramp")
         return ramp.levels if ramp else []
 
     def knee_level(self) -> LevelResult | None:
+        """The ramp level at the knee, or None."""
         return next((lv for lv in self.ramp_levels() if lv.concurrency == self.knee_concurrency), None)
 
     def error_classes(self) -> dict[str, int]:
@@ -227,6 +234,7 @@ class LoadCheckResult(ResultMixin, Record):
         return html_table([s.row() for s in self.stages])
 
     def stage_table(self) -> Html:
+        """The per-stage table as a cell result."""
         return Html(self.table())
 
     def ramp(self) -> Html:
@@ -234,6 +242,7 @@ class LoadCheckResult(ResultMixin, Record):
         return Html(self.ramp_table())
 
     def plan_view(self) -> Html:
+        """The plan (caps, stages, estimated tokens) as a cell result."""
         return Html(self.plan_html())
 
     def findings(self) -> Html:
@@ -257,6 +266,7 @@ class LoadCheckResult(ResultMixin, Record):
         return Html(html_table(rows))
 
     def ramp_table(self) -> str:
+        """The ramp table's HTML (see ``ramp``)."""
         rows = []
         for lv in self.ramp_levels():
             row = {"concurrency": lv.concurrency, **lv.summary.flat(), "ended by": lv.ended_by}
@@ -269,6 +279,7 @@ class LoadCheckResult(ResultMixin, Record):
         return html_table(rows)
 
     def plan_html(self) -> str:
+        """The plan's HTML (see ``plan_view``)."""
         rows = [{"stage": k, **v} for k, v in (self.plan.get("stages") or {}).items()]
         caps = {k: v for k, v in self.plan.items() if k != "stages"}
         return f"<p>{esc(json.dumps(caps))}</p>" + html_table(rows)

@@ -44,6 +44,7 @@ class MetricsSample(Record):
     preemptions: float | None = None  # counter since server start
     prompt_tokens: float | None = None
     generation_tokens: float | None = None
+    gpu_mem_used_mib: float | None = None  # NVML on this machine, when the endpoint is local
 
 
 def sample_from_text(text: str, t_s: float, stage: str = "") -> MetricsSample:
@@ -133,8 +134,11 @@ def sampler_task(
     *,
     timeout_s: float = 5.0,
     max_samples: int = 10_000,
+    gpu_memory: Callable[[], float | None] | None = None,
 ) -> Callable[[asyncio.Event], Any]:
-    """A side task for ``engine.run_async``: scrape every ``interval_s`` until the stage ends."""
+    """A side task for ``engine.run_async``: scrape every ``interval_s`` until the stage ends.
+
+    ``gpu_memory`` (NVML, blocking) is called in a worker thread so the load's timing is untouched."""
 
     async def run(stop: asyncio.Event) -> None:
         pool = pool_factory()
@@ -144,7 +148,10 @@ def sampler_task(
                 started = time.perf_counter()
                 text = await _scrape(pool, request, loop, timeout_s)
                 if text is not None:
-                    out.append(sample_from_text(text, started - t0, stage))
+                    sample = sample_from_text(text, started - t0, stage)
+                    if gpu_memory is not None:
+                        sample.gpu_mem_used_mib = await asyncio.to_thread(gpu_memory)
+                    out.append(sample)
                 try:
                     await asyncio.wait_for(stop.wait(), max(0.05, interval_s - (time.perf_counter() - started)))
                 except TimeoutError:

@@ -69,6 +69,7 @@ class Config(Record):
     level_requests: int = 24
     level_seconds: float = 30.0
     metrics_interval_s: float = 1.0
+    nvml: bool = True  # sample GPU memory with NVML when the endpoint is on this machine
     seed: int = 0
     # evidence from the node
     server_log: str | None = None
@@ -149,6 +150,7 @@ def plan(config: Config) -> dict[str, Any]:
 
 
 def format_plan(p: dict[str, Any]) -> str:
+    """The plan as the lines printed before the first request."""
     lines = [
         f"load check plan → {p['endpoint']} (the only endpoint this run sends to)",
         f"  global caps: {p['max_requests']} requests, {p['max_seconds']:g} s; per stage ≤ {p['stage_seconds']:g} s; "
@@ -172,12 +174,14 @@ class _LogWatch:
         self.path = Path(path) if path else None
 
     def mark(self) -> int | None:
+        """The log's size now: where this stage's new lines will start."""
         try:
             return self.path.stat().st_size if self.path else None
         except OSError:
             return None
 
     def since(self, start: int | None) -> list[dict[str, Any]]:
+        """Findings in the lines the log gained since ``start`` (bounded read, redacted lines)."""
         if self.path is None or start is None:
             return []
         try:
@@ -251,13 +255,13 @@ def run(config: Config | None = None, *, quiet: bool = False, **overrides: Any) 
             else:
                 if not quiet:
                     print(f"stage {st.name}: {st.title}…", flush=True)
-                before = _scrape(client) if st.needs_endpoint and not ctx.shared.get("dead") else None
+                before = _scrape(ctx.client) if st.needs_endpoint and not ctx.shared.get("dead") else None
                 mark = logs.mark()
                 try:
                     out = st.fn(ctx)
                 except Exception as exc:  # a bug in a stage is evidence, not a crashed runbook
                     out = ctx.outcome(StageStatus.FAIL, f"stage raised {type(exc).__name__}: {exc}")
-                after = _scrape(client) if before is not None else None
+                after = _scrape(ctx.client) if before is not None else None
                 if before is not None and after is not None:
                     out.counter_deltas = diff(before, after, STAGE_COUNTERS).deltas
                 out.log_findings = logs.since(mark)
@@ -273,7 +277,7 @@ def run(config: Config | None = None, *, quiet: bool = False, **overrides: Any) 
             out.duration_s = round(out.t_end_s - out.t_start_s, 3)
             outcomes.append(out)
     finally:
-        client.close()
+        ctx.client.close()
     result = LoadCheckResult(
         source=target.base_url,
         model=ctx.model,
@@ -284,7 +288,12 @@ def run(config: Config | None = None, *, quiet: bool = False, **overrides: Any) 
         knee_concurrency=ctx.shared.get("knee"),
         slo={"ttft_ms": config.slo_ttft_ms, "tpot_ms": config.slo_tpot_ms, "max_error_rate": config.max_error_rate},
         metrics=list(ctx.samples),
-        totals={"requests": len(ctx.records), "budget_used": budget.used, "max_requests": config.max_requests},
+        totals={
+            "requests": len(ctx.records),
+            "budget_used": budget.used,
+            "max_requests": config.max_requests,
+            "nvml": ctx.nvml_note or "not sampled (no stage sent load)",
+        },
         config=config.to_dict(),
         records=ctx.records,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..canary.steps.endpoint import IMAGE_REFUSAL
+from ..client import EndpointClient
 from .restart import RestartAttempt, restart_embedded, restart_with_command
 from .result import StageStatus
 from .saturation import knee, over_saturation
@@ -85,6 +86,12 @@ def _restarts(ctx: StageContext) -> list[RestartAttempt]:
         return []
     out = []
     for i in range(1, n + 1):
+        # Our own keep-alive connections would be closed by the stopping server, leaving its port in
+        # TIME_WAIT: close them first (the client reconnects on its next call).
+        ctx.client.close()
+        ctx.client = EndpointClient(
+            ctx.target.base_url, api_key_env=cfg.api_key_env, model=ctx.model, timeout_s=ctx.client.timeout_s
+        )
         if cfg.restart_target:
             att = restart_embedded(cfg.restart_target, i, cfg.restart_timeout_s, cfg.restart_target_root)
         else:
@@ -92,6 +99,9 @@ def _restarts(ctx: StageContext) -> list[RestartAttempt]:
                 cfg.restart_command, lambda: ctx.client.health(timeout_s=2.0).ok, i, cfg.restart_timeout_s
             )
         out.append(att)
+        # restarts are bounded by restart_timeout_s each; the global caps are for load, so the time
+        # a restart took does not eat the load stages' budget
+        ctx.budget.started += att.command_s or 0.0
         if not att.ok:
             break
     return out
@@ -99,6 +109,7 @@ def _restarts(ctx: StageContext) -> list[RestartAttempt]:
 
 @register("single_short", "Single short request", 2)
 def single_short(ctx: StageContext) -> Any:
+    """One short request: the server generates at all."""
     cfg = ctx.config
     p = short_prompts(ctx.model or "", input_words=cfg.input_words, max_tokens=cfg.max_tokens, count=1)
     run, summary, signals, capped = ctx.load(p, 1, 1, cfg.stage_seconds, slo_stop=False)
@@ -115,6 +126,7 @@ def single_short(ctx: StageContext) -> Any:
 
 @register("single_long", "Single request near the target context length", 3)
 def single_long(ctx: StageContext) -> Any:
+    """One prompt near the served context: long prompts fit and prefill works."""
     cfg = ctx.config
     if cfg.long_context_tokens:
         want = int(cfg.long_context_tokens)
@@ -139,6 +151,7 @@ def single_long(ctx: StageContext) -> Any:
 
 @register("same_prefix", "Several requests with the same prefix", 4)
 def same_prefix(ctx: StageContext) -> Any:
+    """Requests sharing a system prompt, one after another: cached tokens on the later ones."""
     cfg = ctx.config
     n = max(2, cfg.same_prefix_requests)
     shared = cfg.same_prefix_tokens
@@ -226,6 +239,7 @@ def ramp(ctx: StageContext) -> Any:
 
 @register("image_tools", "Image and tool calls mixed in", 6)
 def image_tools(ctx: StageContext) -> Any:
+    """Forced tool calls and images mixed under light concurrency (a text-only model's refusal skips images)."""
     cfg = ctx.config
     details: dict[str, Any] = {}
     probe_run, probe, _, cap = ctx.load([image_payload(ctx.model or "", 8)], 1, 1, cfg.stage_seconds, slo_stop=False)

@@ -34,10 +34,12 @@ class Budget:
 
     @property
     def requests_left(self) -> int:
+        """Requests the run may still send."""
         return max(0, self.max_requests - self.used)
 
     @property
     def seconds_left(self) -> float:
+        """Seconds the run may still use."""
         return max(0.0, self.max_seconds - (time.monotonic() - self.started))
 
     def grant(self, requests: int, seconds: float) -> tuple[int, float, str | None]:
@@ -66,6 +68,22 @@ class StageContext:
         self.samples: list[MetricsSample] = []
         self.shared: dict[str, Any] = {}
         self.stage = ""
+        self.nvml_note = ""
+        self._nvml_ok: bool | None = None
+
+    def gpu_memory_fn(self) -> Callable[[], float | None] | None:
+        """NVML used memory (MiB, all GPUs) when this machine serves the endpoint and has NVML."""
+        if not getattr(self.config, "nvml", True):
+            self.nvml_note = "NVML sampling off (nvml=False)"
+            return None
+        from ..prefix_cache.gpu import gpu_memory
+
+        endpoint = self.target.base_url
+        if self._nvml_ok is None:
+            probe = gpu_memory(endpoint)
+            self._nvml_ok = probe.available
+            self.nvml_note = "NVML sampled during every stage" if probe.available else probe.reason
+        return (lambda: gpu_memory(endpoint).used_mib) if self._nvml_ok else None
 
     # -- load -----------------------------------------------------------------------------------
     def stop_rules(self, concurrency: int, *, slo: bool = True) -> Callable[[Live], str | None]:
@@ -131,6 +149,7 @@ class StageContext:
                     self.t0,
                     self.stage,
                     stage_samples,
+                    gpu_memory=self.gpu_memory_fn(),
                 )
             )
         stop = self.stop_rules(concurrency, slo=slo_stop)
@@ -165,6 +184,7 @@ class StageContext:
         return run, summary, signals, capped
 
     def outcome(self, status: StageStatus, reason: str, **kw: Any) -> StageOutcome:
+        """A StageOutcome for the current stage."""
         spec = STAGES[self.stage]
         return StageOutcome(stage=spec.name, title=spec.title, order=spec.order, status=status, reason=reason, **kw)
 
@@ -174,6 +194,8 @@ StageFn = Callable[[StageContext], StageOutcome]
 
 @dataclass
 class Stage:
+    """A registered stage: name, title, order and its function."""
+
     name: str
     title: str
     order: float
@@ -195,6 +217,7 @@ def register(name: str, title: str, order: float, *, needs_endpoint: bool = True
 
 
 def registered_stages() -> list[Stage]:
+    """The built-in and user stages, in order."""
     from . import stage_defs  # noqa: F401 - registers the built-in stages
 
     return sorted(STAGES.values(), key=lambda s: s.order)
@@ -211,6 +234,7 @@ def describe_errors(summary: Summary, records: Sequence[RequestRecord]) -> str:
 
 
 def level_result(concurrency: int, run: LoadRun | None, summary: Summary, signals: Signals) -> LevelResult:
+    """A ramp level from one bounded load."""
     return LevelResult(concurrency, summary, run.ended_by if run else "not run", signals)
 
 

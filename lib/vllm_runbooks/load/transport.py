@@ -71,11 +71,13 @@ class Endpoint:
 
     @property
     def host_header(self) -> str:
+        """The Host header: the port only when it is not the scheme's default."""
         default = 443 if self.scheme == "https" else 80
         return self.host if self.port == default else f"{self.host}:{self.port}"
 
     @property
     def base_url(self) -> str:
+        """The URL this endpoint was parsed from, normalised."""
         return f"{self.scheme}://{self.host_header}{self.prefix}"
 
 
@@ -165,6 +167,7 @@ class Connection(asyncio.Protocol):
 
     @property
     def reusable(self) -> bool:
+        """Open, idle and keep-alive: the pool may hand it out again."""
         return not self.closed and self._state == _IDLE and self._keep_alive
 
     # -- framing ----------------------------------------------------------------------------------
@@ -215,7 +218,8 @@ class Connection(asyncio.Protocol):
                 eol = buf.find(b"\r\n", pos)
                 if eol < 0:
                     break
-                size = int(bytes(buf[pos:eol]).split(b";", 1)[0], 16)
+                line = buf[pos:eol]
+                size = int(line.split(b";", 1)[0] if b";" in line else line, 16)
                 if size == 0:
                     # last chunk; trailers (rare) end with an empty line
                     rest = buf.find(b"\r\n\r\n", eol) if buf[eol + 2 : eol + 4] != b"\r\n" else eol
@@ -253,6 +257,9 @@ class Connection(asyncio.Protocol):
             sink.on_body(data)
             return
         ev = self._events
+        if not ev and data.startswith(b"data: ") and data.find(b"\n") == len(data) - 2 and data.endswith(b"\n\n"):
+            sink.on_event(now, data[6:-2])  # the usual case: one whole event in one chunk
+            return
         ev += data
         if b"\r" in data:
             ev[:] = ev.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
@@ -359,6 +366,7 @@ class Pool:
                 conn._close()
 
     def close(self) -> None:
+        """Close the idle connections (requests in flight end with their own deadline)."""
         for conn in self._idle:
             conn._close()
         self._idle.clear()

@@ -43,6 +43,7 @@ def chat_body(
 
 
 def completions_body(model: str, prompt: str, max_tokens: int, *, ignore_eos: bool = True) -> dict[str, Any]:
+    """A streaming completions request with usage in the last chunk."""
     body: dict[str, Any] = {
         "model": model,
         "prompt": prompt,
