@@ -681,7 +681,9 @@ def _rollback(
         )
     load = run.entry(LOAD_CHECK)
     if load is not None:
-        p = load.parameters
+        saved = run.read_json(LOAD_FILE) if LOAD_FILE in run.manifest else None
+        config = saved.get("config") if isinstance(saved, dict) else None
+        p = {**(config if isinstance(config, dict) else {}), **load.parameters}  # the limits 05 used
         conc = load.figures.get("knee_concurrency") or p.get("max_concurrency")
         at = f" at concurrency {conc}" if conc else ""
         limits = {
