@@ -87,11 +87,15 @@ def test_suite_survives_a_failing_runbook_and_the_record_says_why(suite_run) -> 
 
 
 @pytest.mark.slow
-def test_suite_never_overwrites_an_earlier_run(suite_run, templates: Path) -> None:
+def test_suite_never_overwrites_an_earlier_run(suite_run, templates: Path, tmp_path: Path) -> None:
     before = sorted(p.name for p in Path(suite_run.run_dir).iterdir())
     with pytest.raises(RunbookError, match="not empty"):
         run_suite({}, suite_run.run_dir, templates=templates)
     assert sorted(p.name for p in Path(suite_run.run_dir).iterdir()) == before
+    # a section naming a parameter its runbook lacks refuses before anything runs
+    with pytest.raises(RunbookError, match=r"talker has no parameter\(s\) \['endpont'\]"):
+        run_suite({"talker": {"endpont": "http://x"}}, tmp_path / "new", templates=templates)
+    assert not (tmp_path / "new").exists()
 
 
 @pytest.mark.slow

@@ -160,13 +160,16 @@ def run_suite(
     if base is not None and not (base / RUN_JSON).is_file():
         raise RunbookError(f"--baseline {base}: not a run directory (no {RUN_JSON})")
     order = suite_order(params, templates)
+    declared = {name: template_parameters(template) for name, template in order}
+    probe = Path(run_dir or ".")
+    for name, _ in order:  # a bad section refuses the whole suite before anything runs
+        plan_parameters(name, declared[name], params, probe, base)
     path = fresh_run_dir(run_dir)
     result = SuiteResult(str(path), utc_now(), str(base) if base else None)
-    for name, template in order:
-        declared = template_parameters(template)
+    for name, _ in order:
         if name == RECORD:
             _write_plan(path, result)
-        parameters, skip = plan_parameters(name, declared, params, path, base)
+        parameters, skip = plan_parameters(name, declared[name], params, path, base)
         entry = SuiteEntry(name, "skipped", skip, parameters=sorted(parameters))
         if skip is None:
             try:
