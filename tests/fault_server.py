@@ -40,7 +40,15 @@ FAULTS = (
     "bad_metrics",
     "trickle",
     "big_metrics",
+    # load check (runbook 05): error bodies as vLLM and proxies send them
+    "status503",
+    "nccl500",
+    "oom500",
+    "context400",
+    "load_mix",
 )
+#: ``/load_mix``: healthy GETs; POSTs cycle through these replies (a node failing under load).
+LOAD_MIX = ("ok", "status503", "nccl500", "oom500", "context400", "hang")
 BIG_METRICS_BYTES = 6 * 1024 * 1024
 
 
@@ -70,6 +78,9 @@ class FaultServer:
         self.trickling = threading.Event()  # set when /trickle has sent its first byte
         self.trickle_gap_s = 0.05
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # method, path, headers
+        self.mix_count = 0
+        self.mix_lock = threading.Lock()
+        self.server_log: str | None = None  # /load_mix appends the server-side line of its fault here
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -159,6 +170,57 @@ class FaultServer:
     def _fault_status500(self, h: BaseHTTPRequestHandler) -> None:
         body = {"error": {"message": "EngineCore encountered an issue: out of blocks", "type": "InternalServerError"}}
         self._send(h, 500, json.dumps(body).encode())
+
+    def _fault_status503(self, h: BaseHTTPRequestHandler) -> None:
+        body = {"error": {"message": "Service Unavailable: server overloaded", "type": "ServiceUnavailableError"}}
+        self._send(h, 503, json.dumps(body).encode())
+
+    def _fault_nccl500(self, h: BaseHTTPRequestHandler) -> None:
+        msg = (
+            "EngineCore failed: [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=41, "
+            "OpType=ALLREDUCE) ran for 600000 milliseconds before timing out. NCCL error: remote process exited"
+        )
+        self._send(h, 500, json.dumps({"error": {"message": msg, "type": "InternalServerError"}}).encode())
+
+    def _fault_oom500(self, h: BaseHTTPRequestHandler) -> None:
+        msg = "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB total capacity)"
+        self._send(h, 500, json.dumps({"error": {"message": msg, "type": "InternalServerError"}}).encode())
+
+    def _fault_context400(self, h: BaseHTTPRequestHandler) -> None:
+        msg = (
+            "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens "
+            "(4984 in the messages, 16 in the completion)."
+        )
+        body = {"error": {"message": msg, "type": "BadRequestError", "code": 400}}
+        self._send(h, 400, json.dumps(body).encode())
+
+    def _fault_load_mix(self, h: BaseHTTPRequestHandler) -> None:
+        """GETs answer like a healthy server; each POST gets the next reply of LOAD_MIX."""
+        if h.command == "GET":
+            if h.path.endswith("/v1/models"):
+                models = {"object": "list", "data": [{"id": "fault-double", "max_model_len": 512}]}
+                self._send(h, 200, json.dumps(models).encode())
+            else:
+                self._send(h, 200 if h.path.endswith("/health") else 404, b"")
+            return
+        with self.mix_lock:
+            kind = LOAD_MIX[self.mix_count % len(LOAD_MIX)]
+            self.mix_count += 1
+        if kind == "ok":
+            self._start_sse(h)
+            for _ in range(4):
+                self._chunk(h, f"data: {json.dumps(CHUNK)}\n\n")
+            self._chunk(h, "data: [DONE]\n\n")
+            self._chunk(h, "")
+            return
+        if self.server_log and kind in ("nccl500", "oom500"):
+            line = {
+                "nccl500": "ERROR [rank3]: Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE)",
+                "oom500": "ERROR torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            }[kind]
+            with open(self.server_log, "a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+        getattr(self, f"_fault_{kind}")(h)
 
     def _fault_nonsense_json(self, h: BaseHTTPRequestHandler) -> None:
         self._send(h, 200, b'{"choices": [ {"message": nonsense ]')

@@ -146,7 +146,11 @@ def test_killed_run_shows_interrupted_and_verify_flags_leftovers(tmp_path: Path)
     summary = summarise_run(run_dir, verify=True)
     assert summary.status == "interrupted" and summary.verdicts == {"smoke": "interrupted"}
     assert "run.json (edited: its signature does not match)" in summary.tampered
-    assert "01_smoke.ipynb" in summary.tampered and "stray.txt (not in the manifest)" in summary.tampered
+    # the interrupted notebook was never a finished artefact: it is flagged as outside the manifest
+    assert (
+        "01_smoke.ipynb (not in the manifest)" in summary.tampered
+        and "stray.txt (not in the manifest)" in summary.tampered
+    )
 
 
 def test_recorded_result_replaces_the_running_entry_and_is_signed(tmp_path: Path) -> None:

@@ -35,12 +35,15 @@ def _parameter_names(path: Path) -> list[str]:
     return [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
 
 
-def test_the_four_runbooks_are_there() -> None:
-    assert [name for name, _ in TEMPLATES] == [
+def test_the_runbooks_are_there_in_procedure_order() -> None:
+    names = [name for name, _ in TEMPLATES]
+    assert names == [
         "evidence_capture",
         "compatibility_decision",
         "canary_validation",
         "prefix_cache_check",
+        "load_check",
+        "change_record",
         "fleet_survey",
         "validation_history",
     ]

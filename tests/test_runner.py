@@ -72,7 +72,7 @@ def test_run_writes_notebook_html_and_run_json(templates: Path, tmp_path: Path) 
     entry = run["runbooks"][0]
     assert entry["headline"]["verdict"] == "pass"
     assert entry["parameters"]["run_dir"] == str(run_dir.resolve())
-    assert set(run["artefacts"]) == {"01_smoke.ipynb", "01_smoke.html"}
+    assert set(run["artefacts"]) == {"01_smoke.ipynb", "01_smoke.html", "01_smoke.report.html"}
     assert run["artefacts"]["01_smoke.ipynb"] == runner.sha256_file(nb)
     assert run["versions"]["packages"]["papermill"]
 

@@ -20,8 +20,12 @@ OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 """
 
 
-def offline_html_exporter() -> Any:
-    """nbconvert's lab HTML exporter without any script fetched from the network."""
+def offline_html_exporter(**options: Any) -> Any:
+    """nbconvert's lab HTML exporter without any script fetched from the network.
+
+    ``options`` go to ``HTMLExporter`` (e.g. ``exclude_input=True`` for the approver's report view),
+    so every HTML copy the product writes shares the one offline template.
+    """
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter
 
@@ -29,4 +33,5 @@ def offline_html_exporter() -> Any:
         template_name="lab",
         template_file=TEMPLATE_NAME,
         extra_loaders=[DictLoader({TEMPLATE_NAME: OFFLINE_TEMPLATE})],
+        **options,
     )

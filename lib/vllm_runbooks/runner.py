@@ -33,6 +33,7 @@ from typing import Any
 from . import __version__
 from .records import Record, utc_now
 from .redact import redact_markup, redact_markup_obj, redact_obj, redact_parameters, redact_text
+from .report_view import render_report_view
 from .scraps import SCRAP_MIME, read_scraps
 from .stage import Headline, sha256_file
 
@@ -386,6 +387,7 @@ def run_runbook(
         shutil.copyfile(template, output)
     _scrub_notebook(output)
     html_path = _render_html(output)
+    render_report_view(output)  # the approver's view: results without code, beside the full HTML
     headline = Headline.coerce(read_scraps(output).get("headline")) if output.stat().st_size else None
     result = RunbookResult(
         name=short,
@@ -718,10 +720,19 @@ def _record_run_locked(run_dir: Path, entry: dict[str, Any], entry_id: str | Non
     data["updated_at"] = utc_now()
     statuses = [b.get("status") if isinstance(b, dict) else "unreadable" for b in data["runbooks"]]
     data["status"] = "running" if "running" in statuses else "ok" if all(st == "ok" for st in statuses) else "failed"
+    # A notebook still being executed is not an artefact yet: hashing its claimed (empty or
+    # partial) file would make every later reader, runbook 06 included, call it altered.
+    in_progress = {
+        Path(b["notebook"]).name
+        for b in data["runbooks"]
+        if isinstance(b, dict) and b.get("status") == "running" and isinstance(b.get("notebook"), str)
+    }
     data["artefacts"] = {
         str(p.relative_to(run_dir)): sha256_file(p)
         for p in sorted(run_dir.rglob("*"))
-        if p.is_file() and not is_run_bookkeeping(p.relative_to(run_dir))
+        if p.is_file()
+        and not is_run_bookkeeping(p.relative_to(run_dir))
+        and not (p.parent == run_dir and p.name in in_progress)
     }
     data.pop("signature", None)
     data = redact_obj(data)

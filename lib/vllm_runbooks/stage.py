@@ -64,6 +64,8 @@ RESULT_MODULES: dict[str, str] = {
     "prefix_cache_check": "vllm_runbooks.prefix_cache.result",
     "fleet_survey": "vllm_runbooks.fleet.result",
     "validation_history": "vllm_runbooks.history.model",
+    "load_check": "vllm_runbooks.load.result",
+    "change_record": "vllm_runbooks.record.model",
 }
 
 #: schema name → result class; runbook name → result class. Filled by :func:`register_result`.

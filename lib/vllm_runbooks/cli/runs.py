@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from . import exit_codes
 
@@ -24,6 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     compare = sub.add_parser("compare", help="compare the headline figures of several runs")
     compare.add_argument("run_dirs", nargs="+")
     compare.add_argument("--format", choices=("text", "json"), default="text")
+    compare.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help=f"with two runs (before, after): exit {exit_codes.VERDICT} when a regression is flagged",
+    )
     compare.set_defaults(func=cmd_compare)
 
 
@@ -46,15 +52,45 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print each runbook's verdict and headline figures side by side; ≠ marks a change."""
+    from ..record.sources import RecordRefused
     from ..runs import compare_runs
     from . import dump_json
 
     comparison = compare_runs(args.run_dirs)
+    try:
+        changes = before_after(args.run_dirs)
+    except (OSError, ValueError, RecordRefused) as exc:  # an unreadable run is said, not a traceback
+        print(f"compare: before → after not compared: {exc}", file=sys.stderr)
+        changes = []
     if args.format == "json":
-        dump_json(comparison.to_dict())
-        return exit_codes.OK
-    for row in comparison.rows:
-        mark = "≠" if f"{row['runbook']}.{row['figure']}" in comparison.changed else " "
-        values = [str(v) for k, v in row.items() if k not in ("runbook", "figure")]
-        print(f"{mark} {row['runbook']}.{row['figure']}: " + " | ".join(values))
-    return exit_codes.OK
+        dump_json({**comparison.to_dict(), "before_after": [c.to_dict() for c in changes]})
+    else:
+        for row in comparison.rows:
+            mark = "≠" if f"{row['runbook']}.{row['figure']}" in comparison.changed else " "
+            values = [str(v) for k, v in row.items() if k not in ("runbook", "figure")]
+            print(f"{mark} {row['runbook']}.{row['figure']}: " + " | ".join(values))
+        print("\n".join(before_after_lines(changes)))
+    regressed = any(c.regression for c in changes)
+    return exit_codes.VERDICT if regressed and args.fail_on_regression else exit_codes.OK
+
+
+def before_after(run_dirs: list[str]) -> list:
+    """With exactly two runs (before, after): the flagged differences (verdicts, p95 latency,
+    new error classes, tool accuracy, environment); otherwise none."""
+    if len(run_dirs) != 2:
+        return []
+    from ..record.compare import compare_dirs
+
+    return compare_dirs(run_dirs[0], run_dirs[1])
+
+
+def before_after_lines(changes: list) -> list[str]:
+    """One line per before/after difference, regressions marked."""
+    if not changes:
+        return []
+    lines = ["", "before → after (first run = before):"]
+    for c in changes:
+        mark = "⚠ REGRESSION" if c.regression else "            "
+        note = f"  ({c.note})" if c.note else ""
+        lines.append(f"{mark} {c.kind:<13} {c.runbook}.{c.item}: {c.before} → {c.after}{note}")
+    return lines

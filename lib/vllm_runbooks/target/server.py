@@ -169,6 +169,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     """Whether something already listens on the port (refused rather than fought over)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # as the server binds (SO_REUSEADDR): connections in TIME_WAIT after a stop do not count
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:

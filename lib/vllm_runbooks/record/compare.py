@@ -1,0 +1,205 @@
+"""Before/after: what changed between a baseline run and the run after the change.
+
+Why a separate comparison from ``runs.compare_runs`` (which lists every headline figure side by
+side): an approver needs the *differences that matter*, each flagged when it argues against the
+change — a verdict that got worse, p95 TTFT/ITL beyond a threshold, a new error class in the
+logs, a tool-accuracy drop — and the environment differences (driver, image digest, vLLM version)
+that explain them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .model import Change
+from .sources import RunView
+
+#: Verdicts that mean "this works"; a move away from one of them is a regression.
+GOOD_VERDICTS = {
+    "pass",
+    "compatible",
+    "compatible_minor_version",
+    "compatible_forward_compat",
+    "working",
+    "complete",
+    "ready",
+    "ok",
+}
+#: Severities of log findings that count as an error class.
+ERROR_SEVERITIES = {"critical", "error"}
+
+
+@dataclass
+class Thresholds:
+    """How much worse counts as a regression (relative latency growth, absolute accuracy drop)."""
+
+    latency_pct: float = 20.0
+    tool_accuracy_drop: float = 0.02
+
+
+def compare_views(before: RunView, after: RunView, thresholds: Thresholds | None = None) -> list[Change]:
+    """Every flagged difference between two runs, environment first."""
+    t = thresholds or Thresholds()
+    changes: list[Change] = []
+    changes += _environment(before, after)
+    changes += _verdicts(before, after)
+    changes += _latency(before, after, t)
+    changes += _error_classes(before, after)
+    changes += _tool_accuracy(before, after, t)
+    return changes
+
+
+def compare_dirs(before: str | Path, after: str | Path, thresholds: Thresholds | None = None) -> list[Change]:
+    """``compare_views`` on two run directories (refuses, naming the file, when one is unreadable)."""
+    return compare_views(RunView.load(before), RunView.load(after), thresholds)
+
+
+def environment(view: RunView) -> dict[str, Any]:
+    """Driver, image digest and vLLM version of a run, from runbook 01's evidence and 03's canary."""
+    env: dict[str, Any] = {"driver": None, "image_digest": None, "vllm": None}
+    figures = view.entry("evidence_capture").figures if view.entry("evidence_capture") else {}
+    env["driver"] = figures.get("driver")
+    env["vllm"] = figures.get("vllm")
+    evidence = view.read_json("evidence/evidence.json")
+    items = evidence.get("items") if isinstance(evidence, dict) else None
+    if isinstance(items, dict):
+        image = (items.get("image") or {}).get("value") or {}
+        if isinstance(image, dict):
+            env["image_digest"] = image.get("digest")
+        nvidia = (items.get("nvidia") or {}).get("value") or {}
+        if isinstance(nvidia, dict) and not env["driver"]:
+            env["driver"] = nvidia.get("driver_version")
+    step = canary_steps(view).get("model_load") or {}
+    served = (step.get("details") or {}).get("version") if isinstance(step.get("details"), dict) else None
+    if not served and isinstance(step.get("evidence"), str) and '"version": "' in step["evidence"]:
+        served = step["evidence"].split('"version": "', 1)[1].split('"', 1)[0]
+    if served:
+        env["vllm_served"] = served
+    return env
+
+
+def canary_steps(view: RunView) -> dict[str, dict[str, Any]]:
+    """Runbook 03's steps by name, from its saved report ({} when it did not run)."""
+    report = view.read_json("canary/canary_report.json")
+    steps = report.get("steps") if isinstance(report, dict) else None
+    return {s["step"]: s for s in steps or [] if isinstance(s, dict) and isinstance(s.get("step"), str)}
+
+
+def error_classes(view: RunView) -> set[str]:
+    """Labels of error and critical log findings (runbook 02's diagnosis), failed canary steps and
+    runbook 05's request error classes."""
+    found: set[str] = set()
+    saved = view.read_json("compat/decision.json")
+    diagnosis = saved.get("logs") if isinstance(saved, dict) and isinstance(saved.get("logs"), dict) else None
+    diagnosis = diagnosis or view.scraps("compatibility_decision").get("log_diagnosis")
+    for item in (diagnosis or {}).get("items") or [] if isinstance(diagnosis, dict) else []:
+        for finding in item.get("findings") or [] if isinstance(item, dict) else []:
+            if isinstance(finding, dict) and finding.get("severity") in ERROR_SEVERITIES and finding.get("label"):
+                found.add(str(finding["label"]))
+    for name, step in canary_steps(view).items():
+        if step.get("status") == "fail":
+            found.add(f"canary:{name}")
+    load = view.entry("load_check")
+    classes = load.figures.get("error_classes") if load else None
+    if isinstance(classes, dict):
+        found.update(f"load:{k}" for k, v in classes.items() if v)
+    return found
+
+
+def latencies(view: RunView) -> dict[str, float]:
+    """p95 (or median where only that exists) TTFT / ITL figures in seconds, by source."""
+    out: dict[str, float] = {}
+    for name, entry in view.entries.items():
+        for key, value in entry.figures.items():
+            low = key.lower()
+            measured = "slo" not in low and "limit" not in low  # a threshold echoed in the figures is not a latency
+            if measured and ("ttft" in low or "itl" in low or "inter_token" in low) and _number(value) is not None:
+                out[f"{name}.{key}"] = float(value)
+    for name, step in canary_steps(view).items():
+        for key, value in (step.get("timings") or {}).items():
+            if "ttft" in key and _number(value) is not None:
+                out[f"canary_validation.{name}.{key}"] = float(value)
+    return out
+
+
+def tool_accuracy(view: RunView) -> float | None:
+    """Runbook 03's tool-call schema accuracy (valid calls / calls checked), None when not measured."""
+    step = canary_steps(view).get("tool_calling") or {}
+    acc = (step.get("details") or {}).get("accuracy") if isinstance(step.get("details"), dict) else None
+    if isinstance(acc, dict):
+        if _number(acc.get("schema_accuracy")) is not None:
+            return float(acc["schema_accuracy"])
+        valid, total = acc.get("valid_calls"), acc.get("calls")
+        if _number(valid) is not None and _number(total):
+            return float(valid) / float(total)
+    return None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _environment(before: RunView, after: RunView) -> list[Change]:
+    b, a = environment(before), environment(after)
+    out = []
+    for key in sorted(set(b) | set(a)):
+        if b.get(key) != a.get(key) and (b.get(key) is not None or a.get(key) is not None):
+            out.append(Change("environment", "evidence_capture", key, b.get(key), a.get(key), False))
+    return out
+
+
+def _verdicts(before: RunView, after: RunView) -> list[Change]:
+    out = []
+    for name in [n for n in before.entries if n in after.entries and n != "change_record"]:
+        b, a = before.entries[name], after.entries[name]
+        if b.status != a.status:
+            out.append(Change("status", name, "status", b.status, a.status, a.status != "ok"))
+        if b.verdict != a.verdict:
+            worse = b.verdict in GOOD_VERDICTS and a.verdict not in GOOD_VERDICTS
+            note = "got worse" if worse else ("fixed" if a.verdict in GOOD_VERDICTS else "changed")
+            out.append(Change("verdict", name, "verdict", b.verdict, a.verdict, worse, note))
+    return out
+
+
+def _latency(before: RunView, after: RunView, t: Thresholds) -> list[Change]:
+    b, a = latencies(before), latencies(after)
+    out = []
+    for key in sorted(set(b) & set(a)):
+        if b[key] > 0:
+            growth = (a[key] - b[key]) / b[key] * 100
+            regression = growth > t.latency_pct
+            if regression or abs(growth) >= 1:
+                runbook, _, item = key.partition(".")
+                note = f"{growth:+.0f}% (threshold +{t.latency_pct:g}%)"
+                out.append(Change("latency", runbook, item, b[key], a[key], regression, note))
+    return out
+
+
+def _error_classes(before: RunView, after: RunView) -> list[Change]:
+    b, a = error_classes(before), error_classes(after)
+    out = [Change("error_class", "logs", label, None, "present", True, "new error class") for label in sorted(a - b)]
+    out += [Change("error_class", "logs", label, "present", None, False, "gone") for label in sorted(b - a)]
+    return out
+
+
+def _tool_accuracy(before: RunView, after: RunView, t: Thresholds) -> list[Change]:
+    b, a = tool_accuracy(before), tool_accuracy(after)
+    if b is None or a is None or a == b:
+        return []
+    drop = b - a
+    return [
+        Change(
+            "tool_accuracy",
+            "canary_validation",
+            "tool-call schema accuracy",
+            round(b, 4),
+            round(a, 4),
+            drop > t.tool_accuracy_drop,
+            f"{-drop:+.3f} (threshold -{t.tool_accuracy_drop:g})",
+        )
+    ]

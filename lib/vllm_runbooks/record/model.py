@@ -1,0 +1,229 @@
+"""Change-record records: every claim carries the citations (file, sha256, value) that prove it.
+
+Why typed records: the record is read by people (Markdown, HTML) and by machines (JSON beside it,
+scraps in runbook 06); both views come from these dataclasses, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..display import banner, html_table
+from ..records import Record
+from ..stage import Headline, ResultMixin, register_result
+
+
+@dataclass
+class Citation(Record):
+    """One piece of evidence: which run and runbook, which file (a link relative to the record),
+    what in it (a scrap, a step, a figure) and the value read there."""
+
+    SCHEMA = "record_citation"
+    run: str
+    runbook: str
+    artefact: str
+    what: str = ""
+    value: Any = None
+    sha256: str = ""
+
+    def text(self) -> str:
+        value = "" if self.value is None else f" = {self.value}"
+        return f"{self.runbook}: {self.what}{value}"
+
+
+@dataclass
+class ScopeItem(Record):
+    """A part of the serving stack: verified (with citations) or not (with the reason)."""
+
+    SCHEMA = "record_scope_item"
+    name: str
+    title: str
+    verified: bool
+    reason: str
+    evidence: list[Citation] = field(default_factory=list)
+
+
+@dataclass
+class ChecklistItem(Record):
+    """An item of the change checklist; ticked only from evidence, else the reason it is not."""
+
+    SCHEMA = "record_checklist_item"
+    name: str
+    text: str
+    ticked: bool
+    reason: str
+    evidence: list[Citation] = field(default_factory=list)
+
+
+@dataclass
+class RollbackCondition(Record):
+    """When to put something back, and where that threshold or signal came from."""
+
+    SCHEMA = "record_rollback_condition"
+    put_back: str  # driver | image | node assignment | …
+    when: str
+    source: str
+
+
+@dataclass
+class BaselineItem(Record):
+    """One thing that should have been saved before the change: present in the baseline run or not."""
+
+    SCHEMA = "record_baseline_item"
+    item: str
+    what: str
+    present: bool
+    reason: str
+    evidence: list[Citation] = field(default_factory=list)
+
+
+@dataclass
+class Change(Record):
+    """One before/after difference; ``regression`` marks those that argue against the change."""
+
+    SCHEMA = "record_change"
+    kind: str  # verdict | latency | error_class | tool_accuracy | environment | status
+    runbook: str
+    item: str
+    before: Any
+    after: Any
+    regression: bool
+    note: str = ""
+
+
+@dataclass
+class RunbookLine(Record):
+    """A runbook of the run as the record lists it: status, verdict and links to its views."""
+
+    SCHEMA = "record_runbook"
+    name: str
+    status: str  # ok | failed | skipped | not run
+    verdict: str | None = None
+    reason: str | None = None
+    notebook: str | None = None
+    html: str | None = None
+    report_html: str | None = None
+
+
+@register_result
+@dataclass(repr=False)
+class ChangeRecord(ResultMixin, Record):
+    """Runbook 06's result: the record a platform owner signs (the stage contract's result)."""
+
+    SCHEMA = "change_record"
+    RUNBOOK = "change_record"
+    VERDICTS = ("ready", "incomplete", "regressed")
+    ARTEFACT = "change_record.json"
+    run_id: str
+    run_dir: str
+    created_at: str
+    adopted_path: dict[str, Any]
+    reasons: list[str]
+    constraints: dict[str, Any]
+    runbooks: list[RunbookLine]
+    missing: list[str]
+    verified: list[ScopeItem]
+    unverified: list[ScopeItem]
+    rollback: list[RollbackCondition]
+    reevaluate_on: str
+    triggers: list[str]
+    checklist: list[ChecklistItem]
+    baseline: list[BaselineItem]
+    comparison: list[Change]
+    baseline_run: str | None = None
+    baseline_dir: str | None = None
+    rollback_store: str | None = None
+    approver: dict[str, str] = field(default_factory=lambda: {"name": "", "date": "", "decision": ""})
+    artefacts: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ChangeRecord:
+        base = super().from_dict(data)
+        base.runbooks = [RunbookLine.from_dict(x) for x in data.get("runbooks") or []]
+        for name, kind in (("verified", ScopeItem), ("unverified", ScopeItem), ("checklist", ChecklistItem)):
+            items = [kind.from_dict(x) for x in data.get(name) or []]
+            for item in items:
+                item.evidence = [Citation.from_dict(c) for c in item.evidence]  # type: ignore[union-attr]
+            setattr(base, name, items)
+        base.baseline = [BaselineItem.from_dict(x) for x in data.get("baseline") or []]
+        for item in base.baseline:
+            item.evidence = [Citation.from_dict(c) for c in item.evidence]  # type: ignore[arg-type]
+        base.rollback = [RollbackCondition.from_dict(x) for x in data.get("rollback") or []]
+        base.comparison = [Change.from_dict(x) for x in data.get("comparison") or []]
+        return base
+
+    def __repr__(self) -> str:
+        ticked = sum(c.ticked for c in self.checklist)
+        path = self.adopted_path.get("path")
+        return f"ChangeRecord({self.run_id!r}, path={path!r}, checklist {ticked}/{len(self.checklist)})"
+
+    @property
+    def verdict(self) -> str:
+        """ready: every checklist item ticked; incomplete: some not; regressed: a before/after regression."""
+        if any(c.regression for c in self.comparison):
+            return "regressed"
+        return "ready" if self.checklist and all(c.ticked for c in self.checklist) else "incomplete"
+
+    def headline(self) -> Headline:
+        """The compact summary run.json keeps (runbook, verdict, figures)."""
+        return self.make_headline(
+            self.verdict,
+            {
+                "path": self.adopted_path.get("path"),
+                "chosen_by_hand": bool(self.adopted_path.get("chosen_by_hand")),
+                "checklist_ticked": sum(c.ticked for c in self.checklist),
+                "checklist_items": len(self.checklist),
+                "verified": [s.name for s in self.verified],
+                "unverified": [s.name for s in self.unverified],
+                "regressions": sum(c.regression for c in self.comparison),
+                "missing_runbooks": list(self.missing),
+                "artefacts_cited": len(self.artefacts),
+                "reevaluate_on": self.reevaluate_on,
+            },
+        )
+
+    def save(self, run_dir: str | Path | None) -> Path | None:
+        """Markdown, JSON and offline HTML beside the notebook (redacted, new files); returns the JSON."""
+        if not run_dir:
+            return None
+        from .render import save_record
+
+        return save_record(self, run_dir)["json"]
+
+    def _repr_html_(self) -> str:
+        tone = {"ready": "good", "incomplete": "warn", "regressed": "bad"}[self.verdict]
+        path = self.adopted_path.get("path") or "—"
+        head = banner(
+            f"Change record: {self.verdict}",
+            f"path {path}; checklist {sum(c.ticked for c in self.checklist)}/{len(self.checklist)} ticked",
+            tone,
+        )
+        rows = [
+            {"item": c.text, "ticked": "✔" if c.ticked else "✘", "evidence / reason": _why(c.evidence, c.reason)}
+            for c in self.checklist
+        ]
+        scope = [
+            {"scope": s.title, "verified": "✔" if s.verified else "✘", "evidence / reason": _why(s.evidence, s.reason)}
+            for s in self.verified + self.unverified
+        ]
+        return head + html_table(rows) + html_table(scope)
+
+
+def _why(evidence: list[Citation], reason: str) -> str:
+    if evidence:
+        return "; ".join(f"{c.text()} ({c.artefact})" for c in evidence)
+    return reason
+
+
+__all__ = [
+    "BaselineItem",
+    "Change",
+    "ChangeRecord",
+    "ChecklistItem",
+    "Citation",
+    "RollbackCondition",
+    "RunbookLine",
+    "ScopeItem",
+]

@@ -1,0 +1,149 @@
+"""Reading one run directory for the change record: run.json, each runbook's result, artefacts.
+
+Why its own reader: the record must cite *files* (relative to the run directory, so the record
+still opens when the runs folder is copied elsewhere) and must read every input defensively — a
+runbook that did not run, failed, or wrote an older shape is a reason in the record, never a
+crash. Only bounded reads: an artefact larger than ``MAX_JSON_BYTES`` is not parsed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..runner import RUN_JSON
+from ..scraps import read_scraps
+
+MAX_JSON_BYTES = 32 * 1024 * 1024
+
+
+class RecordRefused(Exception):
+    """The record cannot be written truthfully (altered artefact, unreadable run); names the file."""
+
+
+@dataclass
+class RunbookEntry:
+    """One runbook as run.json recorded it (the last execution of that name wins)."""
+
+    name: str
+    status: str
+    error: str | None = None
+    headline: dict[str, Any] = field(default_factory=dict)
+    notebook: str | None = None  # relative to the run directory
+    html: str | None = None
+    report_html: str | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str | None:
+        return self.headline.get("verdict")
+
+    @property
+    def figures(self) -> dict[str, Any]:
+        figures = self.headline.get("figures")
+        return figures if isinstance(figures, dict) else {}
+
+
+class RunView:
+    """A run directory, read once: entries by runbook name, the artefact manifest, file helpers."""
+
+    def __init__(self, path: Path, data: dict[str, Any]) -> None:
+        self.path = path
+        self.data = data
+        self.run_id = str(data.get("run_id") or path.name)
+        self.manifest: dict[str, str] = {
+            str(k): str(v) for k, v in (data.get("artefacts") or {}).items() if isinstance(k, str)
+        }
+        self.entries: dict[str, RunbookEntry] = {}
+        for raw in data.get("runbooks") or []:
+            if isinstance(raw, dict) and isinstance(raw.get("name"), str):
+                self.entries[raw["name"]] = self._entry(raw)
+        self._scraps: dict[str, dict[str, Any]] = {}
+
+    @classmethod
+    def load(cls, run_dir: str | Path, *, allow_empty: bool = False) -> RunView:
+        """Read ``run.json``; refuses (naming the file) when it is unreadable, or missing unless
+        ``allow_empty`` (a run directory where nothing has finished yet: every runbook is missing)."""
+        path = Path(run_dir).resolve()
+        run_json = path / RUN_JSON
+        if allow_empty and path.is_dir() and not run_json.exists():
+            return cls(path, {"run_id": path.name, "runbooks": [], "artefacts": {}})
+        try:
+            if run_json.stat().st_size > MAX_JSON_BYTES:
+                raise RecordRefused(f"{run_json}: larger than {MAX_JSON_BYTES} bytes; not read")
+            data = json.loads(run_json.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise RecordRefused(f"{run_json}: missing — not a run directory (no runbook has finished in it)") from exc
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise RecordRefused(f"{run_json}: unreadable ({exc})") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("runbooks"), list):
+            raise RecordRefused(f"{run_json}: not a run record (no runbooks list)")
+        return cls(path, data)
+
+    def _rel(self, value: Any) -> str | None:
+        if not isinstance(value, str) or not value:
+            return None
+        p = Path(value)
+        try:
+            return str(p.resolve().relative_to(self.path)) if p.is_absolute() else str(p)
+        except ValueError:
+            return p.name  # run directory moved: the runner writes notebooks at its top level
+
+    def _entry(self, raw: dict[str, Any]) -> RunbookEntry:
+        notebook = self._rel(raw.get("notebook"))
+        report = None
+        if notebook:
+            candidate = Path(notebook).with_suffix(".report.html")
+            report = str(candidate) if (self.path / candidate).is_file() else None
+        headline = raw.get("headline")
+        params = raw.get("parameters")
+        return RunbookEntry(
+            name=raw["name"],
+            status=str(raw.get("status") or "unknown"),
+            error=raw.get("error") if isinstance(raw.get("error"), str) else None,
+            headline=headline if isinstance(headline, dict) else {},
+            notebook=notebook,
+            html=self._rel(raw.get("html")),
+            report_html=report,
+            parameters=params if isinstance(params, dict) else {},
+        )
+
+    def entry(self, name: str) -> RunbookEntry | None:
+        return self.entries.get(name)
+
+    def exists(self, rel: str) -> bool:
+        return (self.path / rel).is_file()
+
+    def read_json(self, rel: str) -> Any:
+        """A JSON artefact, or None when absent, too large or unreadable."""
+        path = self.path / rel
+        try:
+            if not path.is_file() or path.stat().st_size > MAX_JSON_BYTES:
+                return None
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
+
+    def scraps(self, name: str) -> dict[str, Any]:
+        """The scraps glued into runbook ``name``'s executed notebook ({} when unreadable)."""
+        if name not in self._scraps:
+            entry = self.entries.get(name)
+            found: dict[str, Any] = {}
+            if entry and entry.notebook and self.exists(entry.notebook):
+                path = self.path / entry.notebook
+                try:
+                    if path.stat().st_size <= MAX_JSON_BYTES:
+                        found = read_scraps(path)
+                except (OSError, UnicodeDecodeError, ValueError):
+                    found = {}
+            self._scraps[name] = found
+        return self._scraps[name]
+
+    def first_existing(self, *candidates: str) -> str | None:
+        """The first of several artefact names present (newer runs write ``name-2.json`` too)."""
+        for rel in candidates:
+            if self.exists(rel):
+                return rel
+        return None

@@ -1,0 +1,295 @@
+"""Runbook 06 and the suite: records built from real runs, ticked only from evidence.
+
+The suite tests use tiny templates (tests/notebook_factory.py) beside the real runbook 06, so a
+failing runbook costs seconds; the record is checked on real runs of the sample incidents and of
+the embedded vLLM target in test_change_record_server.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import R575_PLANTED, REPO_ROOT
+from notebook_factory import make_template
+from vllm_runbooks.record import RecordRefused, build_record, to_html, to_markdown
+from vllm_runbooks.runner import RunbookError, load_run
+from vllm_runbooks.runs import load_result
+from vllm_runbooks.suite import run_suite
+
+OK_BODY = [
+    "from vllm_runbooks.scraps import glue\nfrom vllm_runbooks.artefacts import write_artefact",
+    "write_artefact(run_dir, 'smoke/out.json', {'launch': launch_command})",
+    "glue('headline', {'runbook': 'smoke', 'verdict': 'pass', 'figures': {'launch': launch_command}})",
+]
+FAIL_BODY = ["raise RuntimeError('collector exploded on purpose')"]
+SECRET_LAUNCH = f"vllm serve m --api-key {R575_PLANTED[1]} --hf-token {R575_PLANTED[0]}"
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("templates")
+    make_template(folder, "01_smoke.ipynb", OK_BODY, "run_dir = None\nlaunch_command = ''\n")
+    make_template(folder, "02_boom.ipynb", FAIL_BODY)
+    make_template(folder, "03_talker.ipynb", ["pass"], "run_dir = None\nendpoint = 'http://127.0.0.1:8000'\n")
+    shutil.copy(REPO_ROOT / "runbooks" / "06_change_record.ipynb", folder / "06_change_record.ipynb")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def suite_run(templates: Path, tmp_path_factory: pytest.TempPathFactory):
+    run_dir = tmp_path_factory.mktemp("suite") / "run"
+    params = {"shared": {"launch_command": SECRET_LAUNCH, "endpoint": None}, "change_record": {"today": "2026-12-01"}}
+    return run_suite(params, run_dir, templates=templates)
+
+
+def planted_in(folder: Path) -> list[str]:
+    hits = []
+    for path in folder.rglob("*"):
+        if path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            hits += [f"{path.name}: {s}" for s in R575_PLANTED if s in text]
+    return hits
+
+
+def check_links(record, run_dir: Path) -> None:
+    """Every ticked / verified / present item cites files that exist; every other one says why."""
+    items = record.checklist + record.verified + record.unverified + record.baseline
+    for item in items:
+        done = getattr(item, "ticked", getattr(item, "verified", getattr(item, "present", False)))
+        if done and not (getattr(item, "item", "") == "rollback" and not item.evidence):
+            assert item.evidence, f"{item} ticked without evidence"
+            for c in item.evidence:
+                assert (run_dir / c.artefact).is_file(), c.artefact
+                assert record.artefacts[c.artefact] == c.sha256
+        if not done:
+            assert item.reason.strip(), f"{item} unticked without a reason"
+
+
+@pytest.mark.slow
+def test_suite_survives_a_failing_runbook_and_the_record_says_why(suite_run) -> None:
+    status = {e.name: e.status for e in suite_run.runbooks}
+    assert status == {"smoke": "ok", "boom": "failed", "talker": "skipped", "change_record": "ok"}
+    run_dir = Path(suite_run.run_dir)
+    record = json.loads((run_dir / "change_record.json").read_text(encoding="utf-8"))
+    missing = "\n".join(record["missing"])
+    assert "boom: failed — RuntimeError: collector exploded on purpose" in missing
+    assert "talker: no endpoint given" in missing
+    assert "evidence_capture: not run in this run directory" in missing
+    assert not suite_run.ok
+    # the saved record reads back through the stage contract, unredacted where nothing is secret
+    recorded = next(e for e in load_run(run_dir)["runbooks"] if e["name"] == "change_record")["headline"]
+    assert load_result(run_dir, "change_record").headline().to_dict() == recorded
+    assert "<redacted" not in (run_dir / "change_record.json").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_suite_never_overwrites_an_earlier_run(suite_run, templates: Path, tmp_path: Path) -> None:
+    before = sorted(p.name for p in Path(suite_run.run_dir).iterdir())
+    with pytest.raises(RunbookError, match="not empty"):
+        run_suite({}, suite_run.run_dir, templates=templates)
+    assert sorted(p.name for p in Path(suite_run.run_dir).iterdir()) == before
+    # a section naming a parameter its runbook lacks refuses before anything runs
+    with pytest.raises(RunbookError, match=r"talker has no parameter\(s\) \['endpont'\]"):
+        run_suite({"talker": {"endpont": "http://x"}}, tmp_path / "new", templates=templates)
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.slow
+def test_no_planted_secret_in_any_suite_output(suite_run) -> None:
+    run_dir = Path(suite_run.run_dir)
+    assert (run_dir / "change_record.md").is_file() and (run_dir / "06_change_record.report.html").is_file()
+    assert planted_in(run_dir) == []
+
+
+@pytest.mark.slow
+def test_record_refuses_an_altered_artefact_naming_it(suite_run, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(suite_run.run_dir, copy)
+    record = build_record(copy)
+    check_links(record, copy)
+    target = copy / "smoke" / "out.json"
+    target.write_text(target.read_text(encoding="utf-8").replace("vllm", "VLLM"), encoding="utf-8")
+    with pytest.raises(RecordRefused, match=r"smoke/out\.json: sha256 differs"):
+        build_record(copy)
+    target.unlink()
+    with pytest.raises(RecordRefused, match=r"smoke/out\.json: listed in run.json but missing"):
+        build_record(copy)
+
+
+def test_record_refuses_a_corrupt_run_json_and_a_missing_baseline(tmp_path: Path) -> None:
+    (tmp_path / "run.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(RecordRefused, match="run.json: unreadable"):
+        build_record(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    record = build_record(empty)  # nothing ran: every item unticked, with a reason
+    assert not any(c.ticked for c in record.checklist) and all(c.reason for c in record.checklist)
+    with pytest.raises(RecordRefused, match="missing"):
+        build_record(empty, tmp_path / "nowhere")
+
+
+def test_markdown_escapes_table_cells_and_html_is_offline(tmp_path: Path) -> None:
+    record = build_record(tmp_path)
+    record.reasons = ["a | b <script>alert(1)</script>"]
+    text = to_markdown(record)
+    assert "a \\| b &lt;script>" in text
+    page = to_html(text, "t")
+    assert "<script>" not in page and "http" not in page.split("<body>")[0]
+    assert "<h2>Change checklist (ticked from evidence only)</h2>" in page and "<table>" in page
+
+
+def _write_run(run_dir: Path, entries: list[dict], files: dict[str, dict]) -> None:
+    """A run directory as the runner leaves it: artefacts plus run.json with their sha256."""
+    from vllm_runbooks.runner import sha256_file
+
+    for rel, data in files.items():
+        (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run_dir / rel).write_text(json.dumps(data), encoding="utf-8")
+    manifest = {rel: sha256_file(run_dir / rel) for rel in files}
+    run = {"schema": "run", "run_id": run_dir.name, "runbooks": entries, "artefacts": manifest}
+    (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
+
+
+def test_record_reads_runbook_05_stages_and_restarts(tmp_path: Path) -> None:
+    """Runbook 05's saved shape (load/load_check.json): long context, ramp and restarts cited."""
+    stages = [
+        {
+            "stage": "health",
+            "status": "pass",
+            "reason": "healthy",
+            "details": {
+                "restarts": [
+                    {"index": 1, "ok": True, "seconds_to_healthy": 41.2},
+                    {"index": 2, "ok": True, "seconds_to_healthy": 39.8},
+                ]
+            },
+        },
+        {"stage": "single_long", "status": "pass", "reason": "3900 tokens in"},
+        {"stage": "ramp", "status": "pass", "reason": "1 → 8, no stop"},
+        {"stage": "multi_node", "status": "skip", "reason": "single node"},
+    ]
+    head = {
+        "runbook": "load_check",
+        "verdict": "pass",
+        "figures": {"stages": {s["stage"]: s["status"] for s in stages}},
+    }
+    entry = {
+        "name": "load_check",
+        "status": "ok",
+        "headline": head,
+        "parameters": {"slo_ttft_ms": 2000.0, "max_concurrency": 8},
+    }
+    _write_run(tmp_path, [entry], {"load/load_check.json": {"schema": "load_check_result", "stages": stages}})
+    record = build_record(tmp_path)
+    check_links(record, tmp_path)
+    verified = {s.name: s for s in record.verified}
+    assert {"long_text", "production_concurrency", "failure_recovery"} <= set(verified)
+    assert verified["failure_recovery"].evidence[0].artefact == "load/load_check.json"
+    restart = next(c for c in record.checklist if c.name == "load_and_restart")
+    assert not restart.ticked and "model load not verified" in restart.reason  # no canary in this run
+    assert any("p95 TTFT above 2000.0 ms" in r.when for r in record.rollback)
+
+    stages[0]["details"]["restarts"][1]["ok"] = False
+    other = tmp_path / "bad"
+    other.mkdir()
+    _write_run(other, [entry], {"load/load_check.json": {"schema": "load_check_result", "stages": stages}})
+    unverified = {s.name: s for s in build_record(other).unverified}
+    assert "1 of 2 restarts did not come back healthy" in unverified["failure_recovery"].reason
+
+
+def _canary(ttft: float, accuracy: float, tool_status: str = "pass") -> dict:
+    steps = [
+        {"step": "short_text", "status": "pass", "reason": "", "timings": {"stream_ttft": ttft}},
+        {
+            "step": "tool_calling",
+            "status": tool_status,
+            "reason": "",
+            "details": {"accuracy": {"schema_accuracy": accuracy}},
+        },
+    ]
+    return {"schema": "canary_report", "steps": steps, "config": {"tool_accuracy_threshold": 0.95}}
+
+
+def test_before_after_flags_regressions_beyond_thresholds(tmp_path: Path) -> None:
+    from vllm_runbooks.record import compare_dirs
+
+    def run(name: str, ttft: float, acc: float, p95: float, errors: dict, status: str) -> Path:
+        d = tmp_path / name
+        d.mkdir()
+        load = {
+            "runbook": "load_check",
+            "verdict": "pass",
+            "figures": {"p95_ttft_ms_at_knee": p95, "slo_ttft_ms": p95, "error_classes": errors},
+        }
+        canary = {"runbook": "canary_validation", "verdict": status, "figures": {}}
+        entries = [
+            {"name": "load_check", "status": "ok", "headline": load},
+            {"name": "canary_validation", "status": "ok", "headline": canary},
+        ]
+        _write_run(
+            d, entries, {"canary/canary_report.json": _canary(ttft, acc, "pass" if status == "pass" else "fail")}
+        )
+        return d
+
+    before = run("before", 0.100, 1.0, 400.0, {}, "pass")
+    after = run("after", 0.130, 0.90, 460.0, {"oom": 2}, "fail")
+    changes = {(c.kind, c.item): c for c in compare_dirs(before, after)}
+    assert changes[("latency", "short_text.stream_ttft")].regression  # +30 % > 20 %
+    assert not changes[("latency", "p95_ttft_ms_at_knee")].regression  # +15 %
+    assert ("latency", "slo_ttft_ms") not in changes  # a threshold, not a measurement
+    assert changes[("tool_accuracy", "tool-call schema accuracy")].regression
+    assert (
+        changes[("error_class", "load:oom")].regression and changes[("error_class", "canary:tool_calling")].regression
+    )
+    assert changes[("verdict", "verdict")].regression and changes[("verdict", "verdict")].note == "got worse"
+    assert not any(c.regression for c in compare_dirs(before, before))
+
+
+def test_hostile_run_json_shapes_give_reasons_not_crashes(tmp_path: Path) -> None:
+    entries = [
+        {"name": "canary_validation", "status": "ok", "headline": ["not", "a", "dict"], "notebook": 42},
+        {"name": "load_check", "status": "ok", "headline": {"verdict": "pass", "figures": {"stages": "ramp"}}},
+        {"no_name": True},
+        "a string",
+    ]
+    files = {
+        "canary/canary_report.json": {"steps": ["x", {"step": "model_load", "status": "pass", "details": [1]}]},
+        "evidence/evidence.json": {"items": ["not", "a", "mapping"]},
+        "load/load_check.json": {"stages": [{"stage": "health", "status": "pass", "details": "restarts"}]},
+    }
+    _write_run(tmp_path, entries, files)
+    other = tmp_path / "base"
+    other.mkdir()
+    _write_run(other, entries, files)
+    record = build_record(tmp_path, other)
+    check_links(record, tmp_path)
+    assert "model_load" in {s.name for s in record.verified}
+    assert all(b.reason for b in record.baseline if not b.present)
+    assert "ran without restarts" in next(c for c in record.checklist if c.name == "load_and_restart").reason
+
+
+@pytest.mark.slow
+def test_report_view_has_results_without_code_or_parameters(suite_run) -> None:
+    run_dir = Path(suite_run.run_dir)
+    full = (run_dir / "06_change_record.html").read_text(encoding="utf-8")
+    report = (run_dir / "06_change_record.report.html").read_text(encoding="utf-8")
+    assert 'class="highlight hl-ipython3"' in full and "hl-ipython3" not in report  # code cells dropped
+    assert "reevaluate_days = 30" not in report and "| `reevaluate_days` |" not in report  # parameters
+    assert "Change record: incomplete" in report and "Change checklist (ticked from evidence only)" in report
+    failed = (run_dir / "02_boom.report.html").read_text(encoding="utf-8")
+    assert "RuntimeError" in failed and "exploded on purpose" in failed  # a failure is evidence: it stays
+
+
+@pytest.mark.slow
+def test_a_hanging_cell_fails_its_runbook_and_the_suite_goes_on(tmp_path: Path) -> None:
+    folder = tmp_path / "templates"
+    make_template(folder, "01_hang.ipynb", ["import threading\nthreading.Event().wait()"])
+    shutil.copy(REPO_ROOT / "runbooks" / "06_change_record.ipynb", folder / "06_change_record.ipynb")
+    result = run_suite({}, tmp_path / "run", templates=folder, cell_timeout_s=3)
+    status = {e.name: (e.status, e.reason or "") for e in result.runbooks}
+    assert status["hang"][0] == "failed" and "CellTimeoutError" in status["hang"][1]
+    assert status["change_record"][0] == "ok"
