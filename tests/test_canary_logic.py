@@ -31,7 +31,6 @@ from vllm_runbooks.canary import (
     png_data_url,
     register,
     run_canary,
-    save_report,
     skipped,
 )
 from vllm_runbooks.canary.serverlog import parse_server_log
@@ -248,7 +247,11 @@ def test_gpu_step_passes_on_probe_ok_and_skips_without_gpus(tmp_path: Path) -> N
 
 def test_gpu_step_fails_on_unreadable_evidence(tmp_path: Path) -> None:
     report = run_canary(steps=["gpu_cuda"], evidence_dir=str(tmp_path))
-    assert report.steps[0].status == Status.FAIL and "no evidence.json" in report.steps[0].reason
+    assert report.steps[0].status == Status.FAIL and "no evidence file" in report.steps[0].reason
+    (tmp_path / "evidence").mkdir()
+    (tmp_path / "evidence" / "evidence.json").write_text("{broken")
+    report = run_canary(steps=["gpu_cuda"], evidence_dir=str(tmp_path))
+    assert report.steps[0].status == Status.FAIL and "evidence.json: not readable JSON" in report.steps[0].reason
 
 
 # -- verdict, plan, registry ------------------------------------------------------------------
@@ -318,7 +321,7 @@ def test_report_round_trips_and_renders() -> None:
     html = report._repr_html_()
     assert "Canary verdict" in html and "Multi-GPU communication" in html
     assert report.headline().figures["counts"] == {"passed": 1, "failed": 0, "skipped": 0}
-    assert report.latency_figure().data and report.tool_accuracy_figure().layout.title.text
+    assert report.latency_figure().figure.data and report.tool_accuracy_figure().figure.layout.title.text
     assert "fail" in repr(failed("x")) and CanaryConfig(tool_calls=10_000).tool_calls == 200
 
 
@@ -343,7 +346,7 @@ def test_save_report_writes_redacted_artefacts_and_never_overwrites(tmp_path: Pa
     steps = [_step("model_load", Status.FAIL), _step("short_text", Status.PASS)]
     steps[0].evidence = f"Authorization: Bearer {secret}"
     report = CanaryReport("http://x", "m", "2026-01-01T00:00:00Z", 1.0, overall_verdict(steps), steps)
-    first = save_report(report, tmp_path)
+    first = report.save(tmp_path)
     assert first == tmp_path / "canary" / "canary_report.json"
     saved = first.read_text()
     assert secret not in saved and CanaryReport.from_dict(json.loads(saved)).verdict == "fail"
@@ -351,7 +354,7 @@ def test_save_report_writes_redacted_artefacts_and_never_overwrites(tmp_path: Pa
     assert secret not in step_file.read_text() and json.loads(step_file.read_text())["status"] == "fail"
     assert (tmp_path / "canary" / "steps" / "short_text.json").is_file()
     report.verdict = "pass"
-    second = save_report(report, tmp_path)  # the cell run again: new files, the first untouched
+    second = report.save(tmp_path)  # the cell run again: new files, the first untouched
     assert second is not None and second.name == "canary_report-2.json"
     assert first.read_text() == saved and (tmp_path / "canary" / "steps" / "model_load-2.json").is_file()
-    assert save_report(report, None) is None
+    assert report.save(None) is None

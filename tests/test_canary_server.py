@@ -152,3 +152,7 @@ def test_runbook_03_against_the_real_server(target: TargetHandle, tmp_path: Path
     assert {f"canary_{s}" for s in SERVING} <= set(scraps) and scraps["canary_report"]["verdict"] == "incomplete"
     assert result.html and "Canary verdict" in Path(result.html).read_text()
     assert (run / "canary" / "canary_report.json").is_file()
+    from vllm_runbooks.runs import load_result
+
+    saved = load_result(run, "canary_validation")
+    assert saved.headline().to_dict() == head and saved.step("tool_calling").status.value == "pass"

@@ -139,8 +139,8 @@ def test_check_end_to_end_seed():
     assert r.decision.log_checks[0].relation == "confirms"
     assert r.remediation.path == "upgrade_driver"
     assert r.lint.by_flag("--tool-call-parser")[0].severity == "error"
-    h = r.headline()
-    assert h["verdict"] == "driver_too_old" and h["remediation"] == "upgrade_driver" and h["lint_errors"] >= 1
+    h = r.key_figures()
+    assert r.verdict == "driver_too_old" and h["remediation"] == "upgrade_driver" and h["lint_errors"] >= 1
     assert "Recommended path" in r._repr_html_()
     json.dumps(r.to_dict())  # scrap-able
 

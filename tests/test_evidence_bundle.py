@@ -13,7 +13,8 @@ import pytest
 
 from conftest import R575, R575_PLANTED, R580
 from vllm_runbooks import probe
-from vllm_runbooks.evidence import collect_evidence, load_evidence
+from vllm_runbooks.evidence import Evidence, collect_evidence
+from vllm_runbooks.runs import load_result
 
 PLANTED = list(R575_PLANTED)
 
@@ -115,12 +116,12 @@ def test_manifest_load_and_tamper(tmp_path: Path) -> None:
     assert "raw/nvidia-smi-q.xml" in ev.artefacts and "raw/logs/container-logs.txt" in ev.artefacts
     sums = (edir / "SHA256SUMS").read_text()
     assert "evidence.json" in sums and ev.artefacts["raw/os-release"] in sums
-    back = load_evidence(tmp_path / "run")
+    back = load_result(tmp_path / "run", "evidence_capture")
     assert back.items["nvidia"].value == ev.items["nvidia"].value and back.verdict() == ev.verdict()
     (edir / "raw" / "nvidia-smi.txt").write_text("edited after the fact")
     with pytest.raises(ValueError, match="raw/nvidia-smi.txt"):
-        load_evidence(edir)
-    assert load_evidence(edir, verify=False).source == str(R575)
+        Evidence.load(edir)
+    assert Evidence.load(edir, verify=False).source == str(R575)
 
 
 def test_never_overwrites_evidence(tmp_path: Path) -> None:

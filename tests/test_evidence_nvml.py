@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from vllm_runbooks.evidence import collect_evidence
-from vllm_runbooks.evidence.collectors import nvml_facts
+from vllm_runbooks.evidence.nvml import nvml_facts
 
 Mem = namedtuple("Mem", "total free used")
 Pci = namedtuple("Pci", "busId")

@@ -10,8 +10,8 @@ import nbformat
 import pytest
 
 from conftest import R575, R575_PLANTED
-from vllm_runbooks.evidence import load_evidence
 from vllm_runbooks.redact import redact_parameters
+from vllm_runbooks.runs import load_result
 from vllm_runbooks.scraps import read_scraps
 
 ROOT = Path(__file__).parents[1]
@@ -89,7 +89,7 @@ def test_runbook_on_bundle_leaks_no_secret(tmp_path: Path) -> None:
     assert head["figures"]["gpus"] == 8 and head["figures"]["driver"] == "575.57.08"
     assert head["figures"]["image_cuda"] == "13.0.2" and head["figures"]["unavailable_count"] == 0
     assert scraps["evidence"]["items"]["nvidia"]["value"]["driver_branch"] == "r575"
-    ev = load_evidence(run_dir)
+    ev = load_result(run_dir, "evidence_capture")
     assert ev.get("launch", "origin") == "parameter" and "<redacted:api-key>" in ev.get("launch", "command")
     # the lead's runner adds HTML; render it here too so the scan covers it
     from nbconvert import HTMLExporter
@@ -125,7 +125,7 @@ def test_collector_abandoned_after_timeout_cannot_write(tmp_path: Path) -> None:
     import threading
 
     from vllm_runbooks.evidence import Item, run_bounded
-    from vllm_runbooks.evidence.collectors import Context, WriteRefused
+    from vllm_runbooks.evidence.registry import Context, WriteRefused
     from vllm_runbooks.probe import Options
 
     ctx = Context(source=None, opts=Options(), out_dir=tmp_path / "evidence")  # type: ignore[arg-type]
@@ -184,7 +184,8 @@ def test_stalled_log_collector_leaves_nothing_after_sha256sums(tmp_path: Path, m
     import tempfile
     import threading
 
-    from vllm_runbooks.evidence import collectors
+    from vllm_runbooks.evidence import registry as collectors
+    from vllm_runbooks.evidence.collectors.logs import collect_logs
 
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -212,7 +213,7 @@ def test_stalled_log_collector_leaves_nothing_after_sha256sums(tmp_path: Path, m
 
     def logs_then_report(ctx: collectors.Context):  # noqa: ANN202
         try:
-            return collectors.collect_logs(ctx)
+            return collect_logs(ctx)
         except BaseException as e:
             outcome["error"] = e
             raise
@@ -220,8 +221,9 @@ def test_stalled_log_collector_leaves_nothing_after_sha256sums(tmp_path: Path, m
             done.set()
 
     monkeypatch.setattr("vllm_runbooks.evidence.writer.open_source", lambda source, opts: StallingSource())
+    collectors.discover()  # the real collectors are registered first, then replaced for this test
     monkeypatch.setattr(collectors, "COLLECTORS", {"logs": collectors.Collector("logs", "Logs", logs_then_report)})
-    from vllm_runbooks.evidence import collect_evidence, load_evidence
+    from vllm_runbooks.evidence import Evidence, collect_evidence
 
     run_dir = tmp_path / "run"
     ev = collect_evidence("stalling", run_dir=run_dir, collector_timeout_s=0.2)
@@ -231,6 +233,6 @@ def test_stalled_log_collector_leaves_nothing_after_sha256sums(tmp_path: Path, m
     assert isinstance(outcome.get("error"), collectors.WriteRefused)
     assert not (run_dir / "evidence" / "raw" / "logs").exists()
     assert list(scratch.iterdir()) == []  # the copy made outside the run dir is gone too
-    load_evidence(run_dir)  # the manifest still matches the directory
+    Evidence.load(run_dir)  # the manifest still matches the directory
     sums = (run_dir / "evidence" / "SHA256SUMS").read_text()
     assert "raw/logs" not in sums

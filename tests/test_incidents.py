@@ -9,6 +9,7 @@ import pytest
 
 from conftest import INCIDENTS
 from vllm_runbooks.runner import load_run, run_suite
+from vllm_runbooks.runs import load_result
 
 PLOTLY = "application/vnd.plotly.v1+json"
 
@@ -51,6 +52,11 @@ def test_cu130_image_on_r575_host(tmp_path: Path) -> None:
     run = load_run(tmp_path)
     assert run["status"] == "ok" and len(run["runbooks"]) == 2
     assert _figures_render_offline(tmp_path) >= 3
+    # Both results come back typed from what the run saved, checked against run.json's manifest.
+    evidence = load_result(tmp_path, "evidence_capture")
+    assert evidence.headline().to_dict() == heads["evidence_capture"]
+    saved = load_result(tmp_path, "compatibility_decision")
+    assert saved.headline().to_dict() == decision and saved.report.remediation.path == "upgrade_driver"
 
 
 def test_cu130_on_r575_without_a_maintenance_window_goes_isolated_first(tmp_path: Path) -> None:

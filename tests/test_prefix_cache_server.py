@@ -56,7 +56,7 @@ def test_working_on_default_server(target: TargetHandle) -> None:
     v = check.verdict()
     print("working:", {"cached": cached, "queries": d.queries, "hits": d.hits, "verdict": v.verdict})
     assert v.verdict == "working", v.evidence
-    figs = v.headline()["figures"]
+    figs = v.figures
     assert (figs["cached_tokens_first"], figs["cached_tokens_later_min"]) == (0, full_blocks)
     assert figs["block_size"] == BLOCK and figs["block_size_assumed"] is False
     check.close()
@@ -194,3 +194,7 @@ def test_runbook_04_headline(target: TargetHandle, tmp_path: Path) -> None:
         "runbook:", {k: figs[k] for k in ("cached_tokens_later_min", "queries_delta", "hits_delta")}, result.duration_s
     )
     assert "prefix_cache/check.json" in load_run(run_dir)["artefacts"]
+    from vllm_runbooks.runs import load_result
+
+    saved = load_result(run_dir, "prefix_cache_check")
+    assert saved.headline().to_dict() == result.headline and saved.experiment.observations[1].cached_tokens > 0

@@ -15,10 +15,14 @@ import papermill as pm
 import pytest
 
 from conftest import REPO_ROOT
-from vllm_runbooks.runner import available_runbooks
+from vllm_runbooks.runner import available_runbooks, load_run, run_suite
+from vllm_runbooks.runs import load_result
 from vllm_runbooks.scraps import read_scraps
+from vllm_runbooks.stage import Headline, result_class
 
 TEMPLATES = list(available_runbooks().items())
+#: the skeleton a new runbook starts from: held to the same hygiene, never listed or run.
+SKELETON = REPO_ROOT / "runbooks" / "_template.ipynb"
 
 
 def _cells(path: Path) -> list[dict]:
@@ -41,7 +45,7 @@ def test_the_four_runbooks_are_there() -> None:
     ]
 
 
-@pytest.mark.parametrize(("name", "path"), TEMPLATES)
+@pytest.mark.parametrize(("name", "path"), [*TEMPLATES, ("_template", SKELETON)])
 def test_committed_clean_with_documented_parameters(name: str, path: Path) -> None:
     cells = _cells(path)
     code = [c for c in cells if c["cell_type"] == "code"]
@@ -65,5 +69,39 @@ def test_runs_top_to_bottom_with_defaults(name: str, path: Path, tmp_path: Path,
     pm.execute_notebook(str(path), str(out), progress_bar=False, cwd=str(REPO_ROOT), execution_timeout=600)
     headline = read_scraps(out)["headline"]
     assert headline["runbook"] == name and headline["verdict"]
+    assert headline["schema"] == "headline" and headline["verdict"] in result_class(name).VERDICTS
     created = [p for p in runs.iterdir() if p.is_dir()]
     assert len(created) == 1 and "-interactive-" in created[0].name
+
+
+@pytest.mark.parametrize(("name", "path"), [*TEMPLATES, ("_template", SKELETON)])
+def test_last_cell_glues_the_typed_headline_through_the_contract(name: str, path: Path) -> None:
+    """A runbook ends with ``glue_result(result)``: the one helper that glues the typed headline."""
+    last = [c for c in _cells(path) if c["cell_type"] == "code"][-1]
+    calls = [
+        node.func.id
+        for node in ast.walk(ast.parse("".join(last["source"])))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    ]
+    assert "glue_result" in calls, f"{name}: last cell does not call glue_result"
+    if path != SKELETON:
+        assert result_class(name).RUNBOOK == name  # and the result it glues is registered under its name
+
+
+def test_the_skeleton_is_not_a_runbook() -> None:
+    assert SKELETON.is_file() and SKELETON not in dict(TEMPLATES).values()
+
+
+@pytest.mark.slow
+def test_run_json_holds_every_typed_headline_and_each_result_reads_back(tmp_path: Path) -> None:
+    """All four templates, defaults, one run directory: run.json holds four typed headlines, and
+    ``runs.load_result`` rebuilds each runbook's result from what it saved (nothing listens on the
+    default endpoint, so 03 and 04 conclude incomplete / inconclusive, still typed)."""
+    names = [name for name, _ in TEMPLATES]
+    results = run_suite(names, {"compatibility_decision": {"today": "2026-11-29"}}, tmp_path / "run")
+    assert [r.status for r in results] == ["ok"] * len(names), [r.error for r in results]
+    recorded = {e["name"]: e["headline"] for e in load_run(tmp_path / "run")["runbooks"]}
+    for name in names:
+        head = Headline.coerce(recorded[name])
+        assert recorded[name]["schema"] == "headline" and head is not None and head.runbook == name
+        assert load_result(tmp_path / "run", name).headline().to_dict() == recorded[name]

@@ -14,9 +14,9 @@ from vllm_runbooks.cli import main
 from vllm_runbooks.scraps import read_scraps
 
 OK_BODY = [
-    "import plotly.graph_objects as go\nfrom vllm_runbooks.display import show_figure\n"
+    "import plotly.graph_objects as go\nfrom vllm_runbooks.display import FigureView\n"
     "from vllm_runbooks.scraps import glue",
-    "show_figure(go.Figure(go.Bar(x=['gpu0', 'gpu1'], y=[141, 141])))",
+    "FigureView(go.Figure(go.Bar(x=['gpu0', 'gpu1'], y=[141, 141])))",
     "glue('headline', {'runbook': 'smoke', 'verdict': 'pass', 'figures': {'gpus': 2, 'endpoint': endpoint}})",
 ]
 FAIL_BODY = [

@@ -101,3 +101,31 @@ def test_importing_the_contract_and_the_evidence_model_stays_light() -> None:
     assert _imported_after("import vllm_runbooks.evidence.model") == []
     assert _imported_after("import vllm_runbooks.stage") == []
     assert _imported_after("import vllm_runbooks.runs") == ["vllm_runbooks.runner"]  # paths, not papermill
+    readers = "from vllm_runbooks.stage import RESULT_MODULES, result_class\n[result_class(n) for n in RESULT_MODULES]"
+    heavy = [m for m in _imported_after(readers) if not m.startswith("vllm_runbooks.runner")]
+    assert heavy == [], heavy  # reading any saved result needs no notebook, plotting or collector stack
+
+
+def test_load_results_reads_every_stage_and_names_the_one_refused(tmp_path: Path) -> None:
+    from vllm_runbooks.runs import load_results
+
+    _report("pass").save(tmp_path)
+    for name in ("canary_validation", "prefix_cache_check", "external_thing"):
+        record_run(tmp_path, RunbookResult(name, "x.ipynb", None, "ok", "t0", "t1", 1.0, {}, run_dir=str(tmp_path)))
+    found = load_results(tmp_path)
+    assert list(found.results) == ["canary_validation"] and found.results["canary_validation"].verdict == "pass"
+    assert "no prefix_cache/check.json" in found.refused["prefix_cache_check"]  # not saved: said, not raised
+    assert "external_thing" not in found.refused  # no registered result: nothing to read
+    assert "canary_validation" in found._repr_html_()
+
+
+def test_rebuild_reads_nested_records_enums_and_optionals_back_typed() -> None:
+    from vllm_runbooks.canary.model import ExpansionStage
+    from vllm_runbooks.records import rebuild
+
+    report = _report("fail")
+    report.plan = [ExpansionStage("isolated node", True, ["canary passes"])]
+    again = rebuild(CanaryReport, json.loads(report.to_json()))
+    assert again == report and again.steps[0].status is Status.PASS and isinstance(again.plan[0], ExpansionStage)
+    with pytest.raises(ValueError, match="newer"):
+        rebuild(CanaryReport, {**report.to_dict(), "schema_version": 99})

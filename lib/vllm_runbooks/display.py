@@ -1,8 +1,11 @@
-"""Shared display helpers: HTML tables, banners, and plotly figures that work offline.
+"""The one set of display helpers: HTML tables, banners, badges, and plotly figures that work offline.
 
-Figures are shown as a mime bundle: JupyterLab renders the plotly JSON natively, and the HTML
-copy made by nbconvert gets a ``text/html`` rendering with plotly.js inlined once per kernel,
-so an executed notebook opens on an air-gapped node.
+Every result renders itself with these (no package keeps its own HTML helpers), so a verdict
+looks the same in every runbook. Figures follow one idiom: a result method returns a
+:class:`FigureView` (or :func:`figure_view` of a figure that may be missing), and a cell that
+ends with it shows the figure. It is shown as a mime bundle: JupyterLab renders the plotly JSON
+natively, and the HTML copy made by nbconvert gets a ``text/html`` rendering with plotly.js
+inlined once per kernel, so an executed notebook opens on an air-gapped node.
 """
 
 from __future__ import annotations
@@ -22,8 +25,64 @@ VERDICT_COLOURS = {
 }
 
 
+#: Badge colours by the word shown (verdicts, severities, statuses of every runbook).
+BADGE_COLOURS = {
+    "compatible": "#1a7f37",
+    "compatible_minor_version": "#4c9a2a",
+    "compatible_forward_compat": "#9a6700",
+    "driver_too_old": "#cf222e",
+    "arch_unsupported": "#8250df",
+    "unknown": "#6e7781",
+    "error": "#cf222e",
+    "warning": "#9a6700",
+    "info": "#0969da",
+    "ok": "#1a7f37",
+    "partial": "#9a6700",
+    "unavailable": "#cf222e",
+    "complete": "#1a7f37",
+    "empty": "#cf222e",
+    "confirms": "#1a7f37",
+    "contradicts": "#cf222e",
+    "neutral": "#6e7781",
+    "met": "#1a7f37",
+    "unmet": "#cf222e",
+}
+
+
 def esc(value: Any) -> str:
+    """HTML-escape anything (None shows as empty): every value shown passes through here."""
     return html.escape("" if value is None else str(value))
+
+
+def badge(text: str) -> str:
+    """A small coloured label for a verdict, severity or status word."""
+    color = BADGE_COLOURS.get(text, "#57606a")
+    return (
+        f'<span style="background:{color};color:#fff;border-radius:4px;padding:1px 6px;'
+        f'font-family:monospace">{esc(text)}</span>'
+    )
+
+
+def link(url: str | None, label: str | None = None) -> str:
+    """A source link opening in a new tab (facts cite their sources); empty when there is none."""
+    if not url:
+        return ""
+    return f'<a href="{esc(url)}" target="_blank">{esc(label or url)}</a>'
+
+
+def cells_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A table of pre-rendered HTML cells (callers escape with esc/badge/link), for mixed content."""
+    head = "".join(f"<th style='text-align:left'>{esc(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>" + "".join(f"<td style='text-align:left;vertical-align:top'>{c}</td>" for c in r) + "</tr>" for r in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def bullets(items: Iterable[str]) -> str:
+    """An escaped bullet list; empty when there is nothing to list."""
+    items = list(items)
+    return "<ul>" + "".join(f"<li>{esc(i)}</li>" for i in items) + "</ul>" if items else ""
 
 
 def html_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
@@ -39,6 +98,7 @@ def html_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None 
 
 
 def _columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Every key of every row, in first-seen order."""
     seen: dict[str, None] = {}
     for r in rows:
         for k in r:
@@ -65,6 +125,7 @@ def banner(title: str, detail: str = "", tone: str = "unknown") -> str:
 
 
 def figure_html(fig: Any, include_plotlyjs: bool) -> str:
+    """A figure as an HTML fragment (plotly.js inlined when asked: the first figure of a kernel)."""
     return fig.to_html(full_html=False, include_plotlyjs=include_plotlyjs, config={"displaylogo": False})
 
 
@@ -79,15 +140,8 @@ def figure_bundle(fig: Any) -> dict[str, Any]:
     return bundle
 
 
-def show_figure(fig: Any) -> None:
-    """Display a plotly figure so that both JupyterLab and the offline HTML copy render it."""
-    from IPython.display import display
-
-    display(figure_bundle(fig), raw=True)
-
-
 class FigureView:
-    """A plotly figure as a result value: a cell that ends with it renders like ``show_figure``.
+    """A plotly figure as a result value: a cell that ends with it shows the figure, offline too.
 
     Deliberately no attribute delegation: IPython would find the figure's own
     ``_ipython_display_`` through it and bypass the offline HTML. Use ``.figure`` for the Figure.
@@ -97,4 +151,51 @@ class FigureView:
         self.figure = figure
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """Render through ``figure_bundle`` so the offline HTML copy carries the figure."""
         return figure_bundle(self.figure)
+
+
+class NoFigure:
+    """What a figure method returns when its step did not run: a line saying so, not an error."""
+
+    def __init__(self, name: str, why: str) -> None:
+        self.name, self.why = name, why
+
+    def _repr_html_(self) -> str:
+        return f"<p><em>{esc(self.name)}: no data ({esc(self.why)})</em></p>"
+
+
+class FigureGroup:
+    """Several figures shown by one cell (one per log, say), each offline-capable."""
+
+    def __init__(self, figures: list[Any], empty: str = "no figure") -> None:
+        self.figures, self.empty = list(figures), empty
+
+    def __len__(self) -> int:
+        """How many figures the group holds."""
+        return len(self.figures)
+
+    def _ipython_display_(self) -> None:
+        """One output per figure, each a full bundle (plotly JSON for JupyterLab, HTML offline)."""
+        from IPython.display import HTML, display
+
+        if not self.figures:
+            display(HTML(self._repr_html_()))
+        for fig in self.figures:
+            display(figure_bundle(fig), raw=True)
+
+    def _repr_html_(self) -> str:
+        """All figures as one HTML fragment (where IPython's display hook is not used)."""
+        global _PLOTLYJS_EMITTED
+        if not self.figures:
+            return f"<p><em>{esc(self.empty)}</em></p>"
+        parts = []
+        for fig in self.figures:
+            parts.append(figure_html(fig, include_plotlyjs=not _PLOTLYJS_EMITTED))
+            _PLOTLYJS_EMITTED = True
+        return "".join(parts)
+
+
+def figure_view(figure: Any, name: str = "figure", why: str = "its step did not run") -> FigureView | NoFigure:
+    """A figure that displays itself, or a note when there is none (the one figure idiom)."""
+    return NoFigure(name, why) if figure is None else FigureView(figure)

@@ -95,6 +95,7 @@ class Histogram(Record):
 
     @property
     def mean(self) -> float | None:
+        """Mean of the observed values, None with no observations."""
         return self.sum / self.count if self.count else None
 
     def quantile(self, q: float) -> float | None:
@@ -120,6 +121,7 @@ class MetricsSnapshot(Record):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MetricsSnapshot:
+        """Rebuild a snapshot saved as JSON (to compute deltas from a recorded run)."""
         fams = {}
         for name, fd in (data.get("families") or {}).items():
             samples = [Sample(s["name"], dict(s.get("labels") or {}), float(s["value"])) for s in fd.get("samples", [])]
@@ -147,6 +149,7 @@ class MetricsSnapshot(Record):
         return fam.total(**labels) if fam else None
 
     def per_engine(self, name: str, **labels: str) -> dict[str, float]:
+        """One value per data-parallel engine: each has its own cache and counters."""
         fam = self.family(name)
         return fam.per_engine(**labels) if fam else {}
 
@@ -182,6 +185,7 @@ class MetricsSnapshot(Record):
         return {old: new for old, new in _OLD_TO_NEW.items() if old in self.families and new not in self.families}
 
     def names(self) -> list[str]:
+        """Every metric family name in the snapshot, sorted."""
         return sorted(self.families)
 
 

@@ -11,6 +11,8 @@ import dataclasses
 import datetime as _dt
 import enum
 import json
+import types
+import typing
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -40,15 +42,21 @@ def to_jsonable(value: Any) -> Any:
 
 
 class Record:
-    """Mixin for dataclass records. Subclasses set SCHEMA and SCHEMA_VERSION."""
+    """Mixin for dataclass records. Subclasses set SCHEMA and SCHEMA_VERSION.
+
+    Why a mixin and not a base dataclass: records keep their own field order and defaults, and
+    every one gets the same JSON shape (``schema``, ``schema_version``, fields) for free.
+    """
 
     SCHEMA: ClassVar[str] = "record"
     SCHEMA_VERSION: ClassVar[int] = 1
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON (``schema``, ``schema_version`` and the fields), for scraps and files."""
         return to_jsonable(self)
 
     def to_json(self, indent: int | None = 2) -> str:
+        """The record as JSON text (non-ASCII kept: log excerpts are quoted as they are)."""
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False, ensure_ascii=False)
 
     @classmethod
@@ -71,5 +79,60 @@ class Record:
         return self.to_dict()
 
 
+def rebuild(cls: type[T], data: dict[str, Any]) -> T:
+    """Read a record back *deeply*: nested records, lists and dicts of them, enums, optionals.
+
+    For results saved by one runbook and read by another (``runs.load_result``): every part comes
+    back typed from its field annotations, so a reader never handles half-dicts. Records with
+    their own ``from_dict`` are rebuilt through it; unknown keys are ignored, and a newer
+    ``schema_version`` than this library knows is refused.
+    """
+    version = data.get("schema_version", getattr(cls, "SCHEMA_VERSION", 1))
+    if isinstance(version, int) and version > getattr(cls, "SCHEMA_VERSION", 1):
+        name = getattr(cls, "SCHEMA", cls.__name__)
+        raise ValueError(f"{name} schema_version {version} is newer than this library reads")
+    try:
+        hints = typing.get_type_hints(cls)
+    except (NameError, TypeError):  # an annotation only importable for type checkers: keep values as read
+        hints = {}
+    kwargs = {
+        f.name: _rebuild_value(hints.get(f.name, Any), data[f.name])
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        if f.init and f.name in data
+    }
+    return cls(**kwargs)
+
+
+def _rebuild_value(tp: Any, value: Any) -> Any:
+    """One value of annotation ``tp`` from its plain JSON form (see :func:`rebuild`)."""
+    if value is None:
+        return None
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        for arg in args:
+            if arg is type(None):
+                continue
+            built = _rebuild_value(arg, value)
+            if built is not value or not isinstance(value, dict):
+                return built
+        return value
+    if origin is list and isinstance(value, list) and args:
+        return [_rebuild_value(args[0], v) for v in value]
+    if origin is dict and isinstance(value, dict) and len(args) == 2:
+        return {k: _rebuild_value(args[1], v) for k, v in value.items()}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp) and isinstance(value, dict):
+        custom = getattr(tp, "from_dict", None)
+        if issubclass(tp, Record) and custom is not None and custom.__func__ is not Record.from_dict.__func__:
+            return custom(value)
+        return rebuild(tp, value)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            return value
+    return value
+
+
 def utc_now() -> str:
+    """Now in UTC, second precision, ``Z``-suffixed: the one timestamp format of every record."""
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -94,6 +94,7 @@ class RunComparison(Record):
         return html_table(marked, columns)
 
     def to_frame(self) -> Any:
+        """The comparison rows as a DataFrame (pandas imported only here)."""
         import pandas as pd
 
         return pd.DataFrame(self.rows)
@@ -136,6 +137,52 @@ def load_result(run_dir: str | Path, runbook: str) -> Any:
     from .stage import load_result as _load
 
     return _load(run_dir, runbook)
+
+
+@dataclasses.dataclass
+class RunResults(Record):
+    """Every runbook result a run saved, read back typed, or the reason it could not be."""
+
+    SCHEMA = "run_results"
+
+    run_dir: str
+    results: dict[str, Any] = dataclasses.field(default_factory=dict)  # runbook → stage result
+    refused: dict[str, str] = dataclasses.field(default_factory=dict)  # runbook → why it was not read
+
+    def _repr_html_(self) -> str:
+        from .display import html_table
+
+        rows = [
+            {"runbook": name, "verdict": result.headline().verdict, "read back": "yes"}
+            for name, result in self.results.items()
+        ] + [{"runbook": name, "verdict": None, "read back": why} for name, why in self.refused.items()]
+        return f"<p><b>{Path(self.run_dir).name}</b></p>" + html_table(rows, ["runbook", "verdict", "read back"])
+
+
+def load_results(run_dir: str | Path) -> RunResults:
+    """Each runbook run.json lists, rebuilt with :func:`load_result`; never raises for one bad result.
+
+    Why: the change record (runbook 06) and the run comparison read every stage of a run; one
+    refused artefact (changed since the run) is named, and the others are still read.
+    """
+    from .stage import result_class
+
+    out = RunResults(run_dir=str(run_dir))
+    try:
+        names = [e.get("name") for e in json.loads((Path(run_dir) / RUN_JSON).read_text(encoding="utf-8"))["runbooks"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        out.refused["run.json"] = f"unreadable: {exc}"
+        return out
+    for name in dict.fromkeys(n for n in names if isinstance(n, str)):
+        try:
+            result_class(name)
+        except KeyError:
+            continue  # a runbook without a registered result (an older or external one): nothing to read
+        try:
+            out.results[name] = load_result(run_dir, name)
+        except (OSError, ValueError) as exc:
+            out.refused[name] = str(exc)
+    return out
 
 
 def _cell(value: Any) -> Any:

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from .records import Record, to_jsonable
+from .records import Record, rebuild, to_jsonable
 
 HEADLINE_SCRAP = "headline"
 RUN_JSON = "run.json"
@@ -61,7 +61,7 @@ RESULT_MODULES: dict[str, str] = {
     "evidence_capture": "vllm_runbooks.evidence.model",
     "compatibility_decision": "vllm_runbooks.compat.stage",
     "canary_validation": "vllm_runbooks.canary.model",
-    "prefix_cache_check": "vllm_runbooks.prefix_cache.check",
+    "prefix_cache_check": "vllm_runbooks.prefix_cache.result",
     "load_check": "vllm_runbooks.load.result",
 }
 
@@ -300,10 +300,17 @@ class ResultMixin:
 
     @classmethod
     def load(cls: type[R], run_dir: str | Path) -> R:
-        """Rebuild the result from ``<run_dir>/<ARTEFACT>``, refusing a changed file by name."""
+        """Rebuild the result from ``<run_dir>/<ARTEFACT>``, refusing a changed file by name.
+
+        Nested records come back typed (``records.rebuild``) unless the class has its own
+        ``from_dict``.
+        """
         data, path = read_artefact_json(run_dir, cls.ARTEFACT, cls.SCHEMA)  # type: ignore[attr-defined]
+        own = getattr(cls, "from_dict", None)
         try:
-            return cls.from_dict(data)  # type: ignore[attr-defined]
+            if own is not None and getattr(own, "__func__", None) is not Record.from_dict.__func__:
+                return own(data)  # the result reads its own nested parts
+            return rebuild(cls, data)  # type: ignore[type-var]  # nested records back typed from annotations
         except (TypeError, ValueError, KeyError) as exc:
             raise ArtefactError(path, f"does not read as {cls.SCHEMA} ({exc})") from exc  # type: ignore[attr-defined]
 

@@ -1,4 +1,4 @@
-"""GPU facts for the canary: runbook 01's evidence file, nvidia-smi, and torch, each bounded.
+"""GPU facts for the canary where there is no evidence: nvidia-smi and torch, each bounded.
 
 Why subprocesses with timeouts: on the broken node this canary exists for, importing torch or
 initialising CUDA can hang or abort the process; the runbook kernel must survive that and
@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 TORCH_PROBE = r"""
@@ -117,33 +116,8 @@ def nvidia_smi_gpus(timeout_s: float = 20.0) -> dict[str, Any]:
     return {"gpus": gpus, "driver": gpus[0]["driver_version"] if gpus else None}
 
 
-def load_evidence_json(path: str | Path) -> dict[str, Any]:
-    """Runbook 01's ``evidence.json`` from a run dir, its ``evidence/`` dir, or the file itself.
-
-    Read as plain JSON against docs/EVIDENCE_SCHEMA.md, so the canary does not depend on the
-    evidence package's internals. Raises ValueError with the reason.
-    """
-    p = Path(path)
-    candidates = [p] if p.is_file() else [p / "evidence" / "evidence.json", p / "evidence.json"]
-    for c in candidates:
-        if c.is_file():
-            try:
-                data = json.loads(c.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"{c}: not readable JSON: {exc}") from exc
-            if data.get("schema") != "evidence":
-                raise ValueError(f"{c}: not an evidence file (schema={data.get('schema')!r})")
-            data["_path"] = str(c)
-            return data
-    raise ValueError(f"no evidence.json under {p} (looked for {', '.join(str(c) for c in candidates)})")
-
-
-def evidence_item(data: dict[str, Any], name: str) -> dict[str, Any]:
-    item = (data.get("items") or {}).get(name) or {}
-    return {"status": item.get("status", "unavailable"), "reason": item.get("reason"), "value": item.get("value") or {}}
-
-
 def describe_gpus(gpus: list[dict[str, Any]]) -> str:
+    """ "8 × NVIDIA H200 (cc 9.0)": GPUs grouped by model, the way an engineer says it."""
     names: dict[str, int] = {}
     for g in gpus:
         label = f"{g.get('name') or '?'} (cc {g.get('compute_capability') or '?'})"

@@ -23,6 +23,8 @@ MAX_TOOL_CALLS = 200  # a canary is a bounded probe, never a load test
 
 
 class Status(enum.StrEnum):
+    """A step's outcome; only these three, so a missing answer is never read as a pass."""
+
     PASS = "pass"
     FAIL = "fail"
     SKIP = "skip"
@@ -84,6 +86,7 @@ class StepResult(Record):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StepResult:
+        """Rebuild with the status typed (reports saved by runbook 03 are read back)."""
         base = super().from_dict(data)
         base.status = Status(base.status)
         return base
@@ -92,6 +95,7 @@ class StepResult(Record):
         return f"StepResult({self.step!r}, {self.status.value}, {self.reason[:120]!r})"
 
     def row(self) -> dict[str, Any]:
+        """One checklist row: what a platform owner reads first."""
         timing = ", ".join(f"{k} {v:.3f}s" for k, v in self.timings.items())
         return {
             "step": f"{self.order:g}. {self.title}",
@@ -110,6 +114,8 @@ class StepResult(Record):
 
 @dataclass
 class ExpansionStage(Record):
+    """One stage of the expansion plan: whether it is allowed yet, its conditions and blockers."""
+
     SCHEMA = "canary_expansion_stage"
     stage: str
     allowed: bool
@@ -145,6 +151,7 @@ class CanaryReport(ResultMixin, Record):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CanaryReport:
+        """Rebuild steps and plan typed (the saved report is what runbook 06 reads)."""
         base = super().from_dict(data)
         base.steps = [StepResult.from_dict(s) for s in data.get("steps") or []]
         base.plan = [ExpansionStage.from_dict(p) for p in data.get("plan") or []]
@@ -154,6 +161,7 @@ class CanaryReport(ResultMixin, Record):
         return f"CanaryReport(verdict={self.verdict!r}, {self.counts()}, endpoint={self.endpoint!r})"
 
     def step(self, name: str) -> StepResult | None:
+        """One step's result by name, or None when it did not run."""
         return next((s for s in self.steps if s.step == name), None)
 
     def counts(self) -> dict[str, int]:
@@ -164,6 +172,7 @@ class CanaryReport(ResultMixin, Record):
         }
 
     def tool_accuracy(self) -> dict[str, Any] | None:
+        """The tool-calling step's accuracy figures, or None when it did not run."""
         tools = self.step("tool_calling")
         return (tools.details.get("accuracy") if tools else None) or None
 
@@ -211,23 +220,30 @@ class CanaryReport(ResultMixin, Record):
 
     # -- display ---------------------------------------------------------------------------
     def checklist(self) -> Checklist:
+        """The step checklist (what a platform owner reads first)."""
         return Checklist(self)
 
     def expansion(self) -> Expansion:
+        """The expansion plan with each stage's conditions and blockers."""
         return Expansion(self)
 
     def step_details(self) -> StepDetails:
+        """Every step's banner, timings and evidence excerpt."""
         return StepDetails(self)
 
     def latency_figure(self) -> Any:
+        """Each step's duration and its request timings (a figure that displays itself)."""
+        from ..display import FigureView
         from .display import latency_figure
 
-        return latency_figure(self)
+        return FigureView(latency_figure(self))
 
     def tool_accuracy_figure(self) -> Any:
+        """Tool-call schema accuracy and failure kinds (a figure that displays itself)."""
+        from ..display import FigureView
         from .display import tool_accuracy_figure
 
-        return tool_accuracy_figure(self)
+        return FigureView(tool_accuracy_figure(self))
 
     def _repr_html_(self) -> str:
         tone = {"pass": "good", "fail": "bad"}.get(self.verdict, "warn")
@@ -251,6 +267,7 @@ class Checklist:
         self.report = report
 
     def rows(self) -> list[dict[str, Any]]:
+        """One row per step, in order."""
         return [s.row() for s in self.report.steps]
 
     def _repr_html_(self) -> str:

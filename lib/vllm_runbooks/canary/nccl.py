@@ -43,6 +43,8 @@ def _num(text: str) -> float | None:
 
 @dataclass
 class NcclRow(Record):
+    """One message size of an nccl-tests run: bandwidths and the #wrong count that matters most."""
+
     SCHEMA = "nccl_tests_row"
     size_bytes: int
     count: int
@@ -80,9 +82,11 @@ class NcclTestsResult(Record):
 
     @property
     def complete(self) -> bool:
+        """True when rows were found and the run reached its summary line (it did not die midway)."""
         return bool(self.rows) and self.out_of_bounds is not None
 
     def problems(self, min_busbw_gbps: float | None = None) -> list[str]:
+        """Why this result does not pass: no rows, wrong results, bandwidth below the floor."""
         out = []
         if not self.rows:
             out.append("no result rows found (not an nccl-tests output, or the test died before its first size)")
@@ -142,6 +146,7 @@ def parse_nccl_tests(text: str, source: str = "") -> NcclTestsResult:
 
 
 def load_nccl_tests(path: str | Path) -> NcclTestsResult:
+    """Read an nccl-tests output file, bounded; an unreadable file is a result saying so."""
     p = Path(path)
     return parse_nccl_tests(p.read_text(encoding="utf-8", errors="replace"), str(p))
 

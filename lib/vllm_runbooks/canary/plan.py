@@ -29,6 +29,7 @@ def overall_verdict(steps: list[StepResult]) -> str:
 
 
 def expansion_plan(steps: list[StepResult], verdict: str) -> list[ExpansionStage]:
+    """Isolated node → a few nodes → shared cluster: what each stage needs and what blocks it now."""
     by = {s.step: s for s in steps}
     failed = [f"{s.title}: {s.reason}" for s in steps if s.status == Status.FAIL]
     missing = [f"{s.title}: skipped ({s.reason})" for s in steps if s.status == Status.SKIP and not not_applicable(s)]

@@ -35,4 +35,5 @@ def make_png(width: int = 32, height: int = 32, rgb: tuple[int, int, int] = (220
 
 
 def png_data_url(png: bytes | None = None) -> str:
+    """The generated PNG as a data URL, so the image step needs no network or file."""
     return "data:image/png;base64," + base64.b64encode(png or make_png()).decode("ascii")

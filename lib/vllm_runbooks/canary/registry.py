@@ -42,14 +42,17 @@ class Outcome:
 
 
 def passed(reason: str, evidence: Any = "", **details: Any) -> Outcome:
+    """A passing outcome with a bounded excerpt of the server's answer."""
     return Outcome(Status.PASS, reason, excerpt(evidence) if evidence else "", details)
 
 
 def failed(reason: str, evidence: Any = "", **details: Any) -> Outcome:
+    """A failing outcome with a bounded excerpt of what went wrong."""
     return Outcome(Status.FAIL, reason, excerpt(evidence) if evidence else "", details)
 
 
 def skipped(reason: str, evidence: Any = "", **details: Any) -> Outcome:
+    """A skip: the step does not apply here (never counted as a pass)."""
     return Outcome(Status.SKIP, reason, excerpt(evidence) if evidence else "", details)
 
 
@@ -76,9 +79,11 @@ class StepContext:
 
     @property
     def cancelled(self) -> bool:
+        """True once the runner abandoned the step: loops stop sending requests."""
         return self.cancel.is_set() or (self.deadline is not None and time.monotonic() >= self.deadline)
 
     def time(self, name: str, seconds: float | None) -> None:
+        """Record a named latency (seconds) for the step's timings."""
         if seconds is not None:
             self.timings[name] = round(float(seconds), 4)
 
@@ -95,6 +100,8 @@ StepFn = Callable[[StepContext], Outcome]
 
 @dataclass
 class Step:
+    """A registered step: name, title, order, function, and whether it needs the endpoint."""
+
     name: str
     title: str
     order: float
@@ -125,6 +132,7 @@ def discover() -> dict[str, Step]:
 
 
 def registered_steps() -> list[Step]:
+    """Every discovered step, in procedure order."""
     return sorted(discover().values(), key=lambda s: s.order)
 
 
@@ -151,6 +159,7 @@ def body_view(f: Failure | None, limit: int = 400) -> Any:
 
 
 def step_client(config: CanaryConfig, model: str | None, transport: httpx.BaseTransport | None) -> EndpointClient:
+    """A fresh endpoint client per step, so an abandoned step's client can be closed alone."""
     return EndpointClient(
         config.endpoint,
         api_key_env=config.api_key_env,

@@ -54,9 +54,11 @@ class ToolSuite(Record):
     tool_results: dict[str, Any] = field(default_factory=dict)  # canned results for the agent round trip
 
     def names(self) -> list[str]:
+        """The declared tool names (a call to another name is counted as unknown)."""
         return [t["function"]["name"] for t in self.tools]
 
     def parameters(self, name: str) -> dict[str, Any] | None:
+        """A tool's JSON schema for its arguments, or None when the tool is not declared."""
         for t in self.tools:
             if t["function"]["name"] == name:
                 return t["function"].get("parameters") or {"type": "object"}
@@ -64,6 +66,7 @@ class ToolSuite(Record):
 
 
 def default_tool_schema_path() -> Path:
+    """The shipped default tool definitions (package data, so it works from a wheel)."""
     return Path(str(resources.files("vllm_runbooks").joinpath("data", *DEFAULT_TOOL_SCHEMA_FILE.split("/"))))
 
 
@@ -115,6 +118,7 @@ class CallCheck(Record):
 
     @property
     def valid(self) -> bool:
+        """True when the call named a declared tool with arguments that validate."""
         return self.problem is None
 
 
@@ -179,12 +183,14 @@ class ToolAccuracy(Record):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolAccuracy:
+        """Rebuild with the per-call checks typed."""
         base = super().from_dict(data)
         base.checks = [CallCheck.from_dict(c) for c in data.get("checks") or []]
         return base
 
     @property
     def schema_accuracy(self) -> float | None:
+        """Valid calls over checked calls; None when no call was checked (never 100% of nothing)."""
         return round(self.valid_calls / self.calls, 4) if self.calls else None
 
     @property
@@ -193,6 +199,7 @@ class ToolAccuracy(Record):
         return round((self.answered - self.missed_calls) / self.answered, 4) if self.answered else None
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON including the derived rates, so scraps carry them."""
         out = super().to_dict()
         out["schema_accuracy"] = self.schema_accuracy
         out["call_rate"] = self.call_rate
@@ -250,6 +257,7 @@ class ToolAccuracy(Record):
             self._example(f"request {index} ({key}) {check.problem}: {check.detail}; arguments={check.arguments}")
 
     def add_no_call_probe(self, label: str, result: ChatResult, failure_text: str | None) -> None:
+        """Count a request told not to call a tool; a call made anyway is a failure."""
         self.no_call_probes += 1
         if not result.ok:
             self.request_failures += 1
@@ -293,6 +301,7 @@ class ToolAccuracy(Record):
         return out
 
     def summary(self) -> str:
+        """One line for the step's reason: accuracy, calls checked, failures by kind."""
         acc = self.schema_accuracy
         acc_txt = f"{acc:.1%}" if acc is not None else "n/a"
         return (

@@ -37,7 +37,14 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         help="the image's cuda-compat libraries are in use (forward compatibility)",
     )
+    p.add_argument(
+        "--no-compat-libs",
+        dest="compat_libs",
+        action="store_false",
+        help="they are not in use (neither flag, and no evidence: not known, as in runbook 02)",
+    )
     p.add_argument("--require-cuda", help="the image's NVIDIA_REQUIRE_CUDA value")
+    p.add_argument("--gpu-count", type=int, help="GPUs available to the deployment (checked against the profile)")
     p.add_argument("--profile", help="model profile (kimi_k3, generic_vllm); guessed when omitted")
     p.add_argument("--evidence", metavar="RUN_DIR", help="read RUN_DIR/evidence/evidence.json")
     p.add_argument("--format", choices=("json", "text"), default="text")
@@ -45,42 +52,32 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def build_inputs(args: argparse.Namespace) -> CompatInputs:
-    """Evidence first (if given), then flags override; a new --gpu re-derives CC/brand not given."""
-    from ..compat import CompatInputs, inputs_from_evidence, load_evidence
+#: flag → CompatInputs field; the same fields runbook 02's parameters override (``compat.stage.OVERRIDES``).
+FLAGS = {
+    "image_cuda": "image_cuda_version",
+    "driver": "driver_version",
+    "gpu": "gpu_name",
+    "compute_capability": "compute_capability",
+    "brand": "brand_class",
+    "compat_libs": "compat_libs",
+    "require_cuda": "nvidia_require_cuda",
+    "gpu_count": "gpu_count",
+}
 
-    if args.evidence:
-        inputs = inputs_from_evidence(load_evidence(args.evidence), args.profile)
-    else:
-        inputs = CompatInputs(model_profile=args.profile or "generic_vllm")
-    overrides = {
-        "image_cuda_version": args.image_cuda,
-        "driver_version": args.driver,
-        "gpu_name": args.gpu,
-        "compute_capability": args.compute_capability,
-        "brand_class": args.brand,
-        "compat_libs": args.compat_libs,
-        "nvidia_require_cuda": args.require_cuda,
-    }
-    for k, v in overrides.items():
-        if v is not None:
-            setattr(inputs, k, v)
-            inputs.sources[k] = "cli"
-            inputs.derived.pop(k, None)
-    if args.driver is not None and inputs.sources.get("driver_cuda_version", "cli") != "cli":
-        # The evidence's driver CUDA belongs to the evidence's driver, not to the one given here.
-        inputs.driver_cuda_version = None
-        inputs.derived["driver_cuda_version"] = "evidence value dropped: --driver overrides the evidence's driver"
-        inputs.sources.pop("driver_cuda_version", None)
-    if args.gpu is not None:
-        if args.compute_capability is None:
-            inputs.compute_capability = None
-        if args.brand is None:
-            inputs.brand_class = None
-        inputs.fill_derived()
-    if not args.evidence and args.compat_libs is None:
-        inputs.compat_libs = False  # flag absent: the libraries are not in use
-    return inputs
+
+def build_inputs(args: argparse.Namespace) -> CompatInputs:
+    """Evidence first (if given, read through ``runs.load_result``), then the flags on top.
+
+    Through ``compat.inputs.build_inputs``, the one override path runbook 02 uses too: a flag
+    that overrides a value drops what was derived from the old one (``--driver`` drops the
+    evidence's driver CUDA; ``--gpu`` re-derives compute capability and brand not given).
+    """
+    from ..compat.inputs import build_inputs as _build
+    from ..runs import load_result
+
+    evidence = load_result(args.evidence, "evidence_capture") if args.evidence else None
+    overrides = {field: getattr(args, flag) for flag, field in FLAGS.items()}
+    return _build(evidence, overrides, profile=args.profile, origin="cli")
 
 
 def run(args: argparse.Namespace) -> int:

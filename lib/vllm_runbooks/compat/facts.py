@@ -110,6 +110,7 @@ def cmp_version(a: Version, b: Version) -> int:
 
 
 def vstr(v: Version | None) -> str:
+    """A version tuple as text ("?" when unknown), for reasons and labels."""
     return "?" if v is None else ".".join(str(p) for p in v)
 
 
@@ -134,6 +135,8 @@ def _eol_date(text: str | None) -> _dt.date | None:
 
 @dataclass
 class ToolkitMinimum:
+    """One row of the toolkit table: a CUDA release and the minimum Linux driver it needs."""
+
     label: str
     version: Version
     min_driver: Version
@@ -157,6 +160,7 @@ class BranchInfo(Record):
     note: str | None = None
 
     def eol_passed(self, today: _dt.date) -> bool | None:
+        """True when the branch's end of life is before ``today`` (a risk beside the verdict)."""
         if self.eol and "EOL" in self.eol.upper() and not self.eol_date:
             return True
         if not self.eol_date:
@@ -165,11 +169,14 @@ class BranchInfo(Record):
 
     @property
     def label(self) -> str:
+        """The branch as people write it (R575)."""
         return f"R{self.branch}"
 
 
 @dataclass
 class GpuInfo(Record):
+    """A GPU product from the data: compute capability, architecture, brand class, with its source."""
+
     SCHEMA = "gpu_info"
     gpu: str
     compute_capability: str
@@ -227,6 +234,7 @@ class CompatFacts:
         return max(fitting, key=lambda t: (t.version, t.min_driver))
 
     def unconfirmed_toolkit(self, cuda: Version) -> dict[str, Any] | None:
+        """The unconfirmed row for a newer CUDA, if any: reported, never used for a verdict."""
         for e in self.data["toolkit_driver_minimums"].get("unconfirmed_newer", []):
             if parse_version(e["cuda"]) == tuple(cuda[:2]):
                 return e
@@ -278,10 +286,12 @@ class CompatFacts:
         return {t.version[0] for t in self.toolkits}
 
     def known_cuda_minors(self) -> list[Version]:
+        """Every CUDA major.minor the toolkit table knows (the chart's rows)."""
         return sorted({t.version[:2] for t in self.toolkits})
 
     # ---- minor version compatibility ------------------------------------------------------
     def mvc_entry(self, major: int) -> dict[str, Any] | None:
+        """The minor-version compatibility entry of a CUDA major, or None."""
         for e in self.data["minor_version_compatibility"]["entries"]:
             if int(e["cuda_major"]) == major:
                 return e
@@ -289,22 +299,27 @@ class CompatFacts:
 
     # ---- forward compatibility ------------------------------------------------------------
     def fc_cell(self, package: str, branch: int) -> str | None:
+        """The forward-compatibility matrix cell (C / X / None) for a compat package on a branch."""
         rows = self.data["forward_compatibility"]["support_matrix"]["rows"]
         return rows.get(package, {}).get(f"r{branch}")
 
     def fc_has_row(self, package: str) -> bool:
+        """Whether the forward-compatibility matrix lists this compat package at all."""
         return package in self.data["forward_compatibility"]["support_matrix"]["rows"]
 
     def fc_older_cell(self, package: str, branch: int) -> str | None:
+        """The cell in the older, secondhand matrix (shown as history, never decides)."""
         rows = self.data["forward_compatibility"]["support_matrix_older"]["rows"]
         return rows.get(package, {}).get(f"r{branch}")
 
     def fc_columns(self) -> list[int]:
+        """Driver branches the forward-compatibility matrix has columns for."""
         cols = self.data["forward_compatibility"]["support_matrix"]["columns"]
         return [int(parse_version(c)[0]) for c in cols]  # type: ignore[index]
 
     # ---- driver branches --------------------------------------------------------------------
     def branch(self, branch: int) -> BranchInfo | None:
+        """What the data says about a driver branch (type, EOL, source), or None."""
         sec = self.data["driver_branches"]
         for b in sec["branches"]:
             if parse_version(b["branch"]) == (branch,):
@@ -341,6 +356,7 @@ class CompatFacts:
         return None
 
     def branches(self) -> list[BranchInfo]:
+        """Every driver branch in the data."""
         nums = sorted({parse_version(b["branch"])[0] for b in self.data["driver_branches"]["branches"]})  # type: ignore[index]
         return [b for b in (self.branch(n) for n in nums) if b]
 
@@ -364,21 +380,25 @@ class CompatFacts:
         )
 
     def cuda13_min_cc(self) -> Version:
+        """CUDA 13's compute-capability floor."""
         return parse_version(self.data["architecture_support"]["cuda13_floor"]["min_compute_capability"])  # type: ignore[return-value]
 
     def arch_row(self, cc: Version) -> dict[str, Any] | None:
+        """The architecture row (last CUDA, last driver) for a compute capability, or None."""
         for r in self.data["architecture_support"]["arch_matrix"]["rows"]:
             if any(parse_version(c) == tuple(cc[:2]) for c in r["cc"]):
                 return r
         return None
 
     def min_toolkit_for_cc(self, cc: Version) -> dict[str, Any] | None:
+        """The first CUDA that supports a compute capability, or None."""
         for e in self.data["architecture_support"]["minimum_toolkit_for_gpu"]:
             if parse_version(e["cc"]) == tuple(cc[:2]):
                 return e
         return None
 
     def source(self, key: str) -> str:
+        """A named source URL from the data file."""
         return self.data["sources"][key]
 
 

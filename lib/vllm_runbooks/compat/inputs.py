@@ -8,12 +8,16 @@ from so the verdict can say what it rested on.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vllm_runbooks.records import Record
 
 from .facts import load_facts
+
+if TYPE_CHECKING:
+    from ..evidence.model import Evidence
 
 BRAND_CLASSES = ("datacenter", "professional", "geforce")
 
@@ -106,13 +110,6 @@ class CompatInputs(Record):
         return f"cuda-compat-{v[0]}-{v[1]}"
 
 
-def _item(evidence: dict[str, Any], name: str) -> dict[str, Any]:
-    item = (evidence.get("items") or {}).get(name) or {}
-    if item.get("status") == "unavailable":
-        return {}
-    return item.get("value") or {}
-
-
 def _truthy(v: Any) -> bool | None:
     if v is None:
         return None
@@ -131,14 +128,21 @@ def compat_libs_from_env(env: dict[str, str]) -> bool | None:
     return any(p.rstrip("/").endswith("/compat") for p in ld.split(":"))
 
 
-def inputs_from_evidence(evidence: dict[str, Any], model_profile: str | None = None) -> CompatInputs:
-    """Read docs/EVIDENCE_SCHEMA.md's evidence.json into CompatInputs; absent keys stay None."""
+def inputs_from_evidence(evidence: Evidence | Mapping[str, Any], model_profile: str | None = None) -> CompatInputs:
+    """Read runbook 01's evidence (docs/EVIDENCE_SCHEMA.md) into CompatInputs; absent keys stay None.
+
+    Takes the typed ``Evidence`` (as ``runs.load_result`` returns it); a plain evidence.json dict
+    is read through ``Evidence.from_dict`` so there is one reading of the format.
+    """
+    from ..evidence.model import Evidence
+
+    ev = evidence if isinstance(evidence, Evidence) else Evidence.from_dict(dict(evidence))
     src: dict[str, str] = {}
-    nv = _item(evidence, "nvidia")
-    image = _item(evidence, "image")
-    launch = _item(evidence, "launch")
-    container = _item(evidence, "container")
-    inter = _item(evidence, "interconnect")
+    nv = ev.established("nvidia")
+    image = ev.established("image")
+    launch = ev.established("launch")
+    container = ev.established("container")
+    inter = ev.established("interconnect")
 
     def take(value: Any, key: str, name: str) -> Any:
         if value not in (None, "", [], {}):
@@ -228,3 +232,71 @@ def inputs_from_evidence(evidence: dict[str, Any], model_profile: str | None = N
         inputs.model_profile = guess_profile(inputs.launch_argv, inputs.image_ref)
         inputs.derived["model_profile"] = "guessed from the launch model id / image ref"
     return inputs
+
+
+# -- the one override path ---------------------------------------------------------------------
+#: Inputs a person may give on top of the evidence (runbook 02 parameters, ``check-compat`` flags).
+OVERRIDABLE = (
+    "image_cuda_version",
+    "driver_version",
+    "gpu_name",
+    "compute_capability",
+    "brand_class",
+    "compat_libs",
+    "nvidia_require_cuda",
+    "gpu_count",
+)
+#: input → inputs read off the same source that an override of it makes stale. The driver's CUDA
+#: belongs to the driver that reported it; compute capability and brand belong to the GPU named;
+#: the compat package name belongs to the image.
+DERIVED_FROM: dict[str, tuple[str, ...]] = {
+    "driver_version": ("driver_cuda_version",),
+    "gpu_name": ("compute_capability", "brand_class", "brand_raw"),
+    "image_cuda_version": ("image_compat_package",),
+}
+_AS_TEXT = ("image_cuda_version", "driver_version", "compute_capability")
+
+
+def apply_overrides(inputs: CompatInputs, overrides: Mapping[str, Any], origin: str = "parameter") -> CompatInputs:
+    """Put given values over ``inputs`` (in place), each with its origin; returns ``inputs``.
+
+    Why one function: the CLI and runbook 02 once merged overrides their own ways and disagreed
+    (a driver given by hand kept the evidence's driver CUDA, and the record stated a false
+    reason). Here overriding a value drops every value derived from the old one unless that is
+    given too (``DERIVED_FROM``), the dropped value says why, and derivations run again from the
+    new value. ``overrides`` maps ``OVERRIDABLE`` field names to values; None or "" means "not
+    given". ``origin`` names where values came from (``parameter``, ``cli``) in ``sources``.
+    """
+    unknown = set(overrides) - set(OVERRIDABLE)
+    if unknown:
+        raise TypeError(f"unknown decision inputs: {sorted(unknown)}; overridable: {', '.join(OVERRIDABLE)}")
+    given = {k: v for k, v in overrides.items() if v is not None and v != ""}
+    for name, value in given.items():
+        old = getattr(inputs, name)
+        new = str(value) if name in _AS_TEXT else value
+        if old != new:
+            for stale in DERIVED_FROM.get(name, ()):
+                if stale in given or getattr(inputs, stale) is None:
+                    continue
+                setattr(inputs, stale, None)
+                inputs.sources.pop(stale, None)
+                inputs.derived[stale] = f"dropped: it belonged to {name} {old!r}, which was overridden"
+        setattr(inputs, name, new)
+        inputs.sources[name] = f"{origin} {name}"
+        inputs.derived.pop(name, None)
+    inputs.fill_derived()
+    return inputs
+
+
+def build_inputs(
+    evidence: Evidence | None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    profile: str | None = None,
+    origin: str = "parameter",
+) -> CompatInputs:
+    """Evidence (when there is one), then the overrides on top: what CLI and runbook 02 both call."""
+    inputs = inputs_from_evidence(evidence, profile) if evidence is not None else CompatInputs()
+    if evidence is None:
+        inputs.model_profile = profile or "generic_vllm"
+    return apply_overrides(inputs, overrides or {}, origin)

@@ -60,12 +60,15 @@ class ParsedLaunch(Record):
     raw: list[str] = field(default_factory=list)
 
     def has(self, flag: str) -> bool:
+        """Whether the flag (any spelling or alias) was given."""
         return canonical(flag) in self.flags
 
     def get(self, flag: str) -> str | bool | None:
+        """The flag's value (True for a bare flag), or None."""
         return self.flags.get(canonical(flag))
 
     def int_of(self, flag: str, default: int = 1) -> int:
+        """The flag's value as an int, ``default`` when absent or not a number."""
         v = self.get(flag)
         try:
             return int(str(v)) if v not in (None, True, False) else default
@@ -85,6 +88,7 @@ class ParsedLaunch(Record):
 
 
 def canonical(flag: str) -> str:
+    """One spelling per flag (aliases, underscores), so a lint rule matches however it was typed."""
     flag = ALIASES.get(flag, flag)
     if flag.startswith("--"):
         flag = "--" + flag[2:].replace("_", "-")

@@ -12,7 +12,7 @@ from typing import Any
 
 from vllm_runbooks.records import Record
 
-from . import _html as H
+from .. import display as H
 from .inputs import CompatInputs
 from .launch import ParsedLaunch, parse_launch
 from .profiles import load_profile
@@ -38,6 +38,8 @@ SEVERITIES = ("error", "warning", "info", "ok")
 
 @dataclass
 class LintFinding(Record):
+    """One finding: the flag, why it matters, what to change, and the source."""
+
     SCHEMA = "lint_finding"
     severity: str  # error | warning | info | ok
     flag: str
@@ -57,15 +59,26 @@ class LintReport(Record):
     findings: list[LintFinding] = field(default_factory=list)
     interconnect: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LintReport:
+        """Rebuild the parsed launch and the findings typed."""
+        base = super().from_dict(data)
+        base.launch = ParsedLaunch.from_dict(data.get("launch") or {})
+        base.findings = [LintFinding.from_dict(f) for f in data.get("findings") or []]
+        return base
+
     @property
     def errors(self) -> list[LintFinding]:
+        """Findings that would break the launch."""
         return [f for f in self.findings if f.severity == "error"]
 
     @property
     def warnings(self) -> list[LintFinding]:
+        """Findings that degrade it or look wrong."""
         return [f for f in self.findings if f.severity == "warning"]
 
     def by_flag(self, flag: str) -> list[LintFinding]:
+        """Findings about one flag."""
         return [f for f in self.findings if f.flag == flag]
 
     def _repr_html_(self) -> str:
@@ -84,7 +97,7 @@ class LintReport(Record):
         return (
             f"<h4>Launch lint ({H.esc(self.profile)}): {len(self.errors)} error(s), "
             f"{len(self.warnings)} warning(s)</h4><p><code>{H.esc(cmd)}</code></p>"
-            + H.table(["severity", "flag", "why", "suggestion", "source"], rows)
+            + H.cells_table(["severity", "flag", "why", "suggestion", "source"], rows)
         )
 
 

@@ -23,6 +23,7 @@ def load_profile(name: str) -> dict[str, Any]:
 
 
 def profile_names() -> list[str]:
+    """The model profiles shipped in data/profiles/."""
     base = resources.files("vllm_runbooks").joinpath("data/profiles")
     return sorted(p.name[:-5] for p in base.iterdir() if p.name.endswith(".yaml"))
 

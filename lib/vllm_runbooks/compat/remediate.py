@@ -14,7 +14,7 @@ from typing import Any
 
 from vllm_runbooks.records import Record
 
-from . import _html as H
+from .. import display as H
 from .decide import OK_VERDICTS, CompatDecision, decide
 from .facts import UNCONFIRMED, cmp_version, load_facts, parse_cuda_version, parse_version, vstr
 from .lint import LintReport
@@ -86,6 +86,8 @@ class OrgConstraints(Record):
 
 @dataclass
 class TargetBranch(Record):
+    """A driver branch the remediation may move to, with its minimum release and source."""
+
     SCHEMA = "target_branch"
     branch: str
     type: str
@@ -118,6 +120,7 @@ class Remediation(Record):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Remediation:
+        """Rebuild with target branches and constraints typed."""
         d = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
         d["target_branches"] = [TargetBranch.from_dict(t) for t in data.get("target_branches") or []]
         d["constraints"] = OrgConstraints.from_dict(data.get("constraints") or {})
@@ -137,11 +140,11 @@ class Remediation(Record):
             ("Follow-up", self.follow_up),
         ):
             if items:
-                parts.append(f"<b>{name}</b>" + H.ul(items))
+                parts.append(f"<b>{name}</b>" + H.bullets(items))
         if self.target_branches:
             parts.append(
                 "<b>Target driver branches (from the data)</b>"
-                + H.table(
+                + H.cells_table(
                     ["branch", "type", "end of life", "minimum", "status", "source"],
                     [
                         [
@@ -157,10 +160,10 @@ class Remediation(Record):
                 )
             )
         if self.avoid_branches:
-            parts.append("<b>Avoid</b>" + H.ul(self.avoid_branches))
+            parts.append("<b>Avoid</b>" + H.bullets(self.avoid_branches))
         parts.append(
             "<b>Baseline to save before any change</b>"
-            + H.table(
+            + H.cells_table(
                 ["item", "what", "how"],
                 [[H.esc(b["item"]), H.esc(b["what"]), f"<code>{H.esc(b['how'])}</code>"] for b in self.baseline],
             )
@@ -168,7 +171,9 @@ class Remediation(Record):
         if self.alternatives:
             parts.append(
                 "<b>Considered, not chosen</b>"
-                + H.table(["path", "why not"], [[H.esc(a["path"]), H.esc(a["why_not"])] for a in self.alternatives])
+                + H.cells_table(
+                    ["path", "why not"], [[H.esc(a["path"]), H.esc(a["why_not"])] for a in self.alternatives]
+                )
             )
         return "\n".join(parts)
 

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vllm_runbooks.records import Record
 
@@ -14,6 +12,9 @@ from .decide import CompatDecision, decide
 from .inputs import CompatInputs, inputs_from_evidence
 from .lint import LintReport, lint_inputs
 from .remediate import OrgConstraints, Remediation, recommend
+
+if TYPE_CHECKING:
+    from ..evidence.model import Evidence
 
 
 @dataclass
@@ -26,16 +27,28 @@ class CompatReport(Record):
     lint: LintReport
     remediation: Remediation
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CompatReport:
+        """Rebuild the three parts typed (a saved runbook 02 result is read back by later stages)."""
+        return cls(
+            CompatDecision.from_dict(data["decision"]),
+            LintReport.from_dict(data["lint"]),
+            Remediation.from_dict(data["remediation"]),
+        )
+
     @property
     def verdict(self) -> str:
+        """The compatibility verdict the remediation was chosen for."""
         return self.decision.verdict
 
     def figure(self):  # noqa: ANN201 - plotly figure
+        """The compatibility grid with this host marked (a figure that displays itself)."""
         return self.decision.figure()
 
-    def headline(self) -> dict[str, Any]:
+    def key_figures(self) -> dict[str, Any]:
+        """The decision's key figures plus the path and lint counts (runbook 02's headline figures)."""
         return {
-            **self.decision.headline(),
+            **self.decision.key_figures(),
             "remediation": self.remediation.path,
             "lint_errors": len(self.lint.errors),
             "lint_warnings": len(self.lint.warnings),
@@ -45,17 +58,8 @@ class CompatReport(Record):
         return "\n<hr>\n".join([self.decision._repr_html_(), self.lint._repr_html_(), self.remediation._repr_html_()])
 
 
-def load_evidence(run_dir: str | Path) -> dict[str, Any]:
-    """RUN_DIR/evidence/evidence.json (or the file itself). FileNotFoundError names the path tried."""
-    p = Path(run_dir)
-    path = p if p.is_file() else p / "evidence" / "evidence.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"no evidence file at {path}")
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
 def check(
-    evidence: dict[str, Any] | CompatInputs,
+    evidence: Evidence | dict[str, Any] | CompatInputs,
     *,
     log_findings: list[dict[str, Any]] | None = None,
     constraints: OrgConstraints | dict[str, Any] | None = None,
@@ -63,7 +67,7 @@ def check(
     want_prefix_caching: bool | None = None,
     today: _dt.date | None = None,
 ) -> CompatReport:
-    """Evidence dict (evidence.json) or CompatInputs -> CompatReport. The runbook cell is this call."""
+    """Evidence (typed, or evidence.json's dict) or CompatInputs -> CompatReport: decide, lint, recommend."""
     inputs = evidence if isinstance(evidence, CompatInputs) else inputs_from_evidence(evidence, profile)
     if isinstance(evidence, CompatInputs) and profile:
         inputs.model_profile = profile

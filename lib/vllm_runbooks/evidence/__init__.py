@@ -3,7 +3,7 @@
     ev = collect_evidence(source="local" | "<bundle dir or .tar.gz>", run_dir=..., image=..., ...)
     ev = runs.load_result("<run_dir>", "evidence_capture")     # later runbooks
 
-Collectors live in a registry (``collectors.register``); raw artefacts are redacted by
+Collectors are modules in ``collectors/`` registered with ``registry.register``; raw artefacts are redacted by
 ``vllm_runbooks.redact`` before they are written. Names are imported on first use, so reading
 evidence (``evidence.model``) never imports the collectors, the probe or the runner.
 """
@@ -14,10 +14,10 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "COLLECTORS": "collectors",
-    "Context": "collectors",
-    "register": "collectors",
-    "run_bounded": "collectors",
+    "COLLECTORS": "registry",
+    "Context": "registry",
+    "register": "registry",
+    "run_bounded": "registry",
     "OK": "model",
     "PARTIAL": "model",
     "UNAVAILABLE": "model",
@@ -26,7 +26,6 @@ _EXPORTS = {
     "BundleSource": "sources",
     "LocalSource": "sources",
     "collect_evidence": "writer",
-    "load_evidence": "writer",
     "resolve_run_dir": "writer",
 }
 

@@ -6,12 +6,12 @@ Everything here reads an ``Evidence`` and returns something Jupyter renders (an 
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..display import FigureView
+from ..display import FigureView, esc
+from ..display import badge as _badge
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from .model import Evidence
 
 PRE = '<pre style="margin:0;white-space:pre-wrap;max-height:20em;overflow:auto">'
-STATUS_COLOUR = {"ok": "#1a7f37", "partial": "#9a6700", "unavailable": "#cf222e"}
 
 SECTIONS: dict[str, tuple[str, str, list[str] | None]] = {
     # name: (title, item, keys to show or None for all)
@@ -93,17 +92,11 @@ def _fmt(v: Any) -> str:
         if not v:
             return '<span style="color:#888">none</span>'
         text = json.dumps(v, indent=1, ensure_ascii=False)
-        return f"{PRE}{html.escape(text)}</pre>"
+        return f"{PRE}{esc(text)}</pre>"
     s = str(v)
     if "\n" in s or len(s) > 160:
-        return f"{PRE}{html.escape(s)}</pre>"
-    return html.escape(s)
-
-
-def _badge(status: str) -> str:
-    c = STATUS_COLOUR.get(status, "#555")
-    style = f"color:white;background:{c};padding:1px 6px;border-radius:3px"
-    return f'<span style="{style}">{html.escape(status)}</span>'
+        return f"{PRE}{esc(s)}</pre>"
+    return esc(s)
 
 
 @dataclass
@@ -119,12 +112,12 @@ class Section:
     def _repr_html_(self) -> str:
         keys = self.keys or list(self.value)
         rows = "".join(
-            f"<tr><th style='text-align:left;vertical-align:top'>{html.escape(k)}</th>"
+            f"<tr><th style='text-align:left;vertical-align:top'>{esc(k)}</th>"
             f"<td style='text-align:left'>{_fmt(self.value.get(k))}</td></tr>"
             for k in keys
         )
-        why = f"<p><b>Why:</b> {html.escape(self.reason)}</p>" if self.reason else ""
-        return f"<h4>{html.escape(self.title)} {_badge(self.status)}</h4>{why}<table>{rows}</table>"
+        why = f"<p><b>Why:</b> {esc(self.reason)}</p>" if self.reason else ""
+        return f"<h4>{esc(self.title)} {_badge(self.status)}</h4>{why}<table>{rows}</table>"
 
     def __repr__(self) -> str:
         return f"{self.title} [{self.status}] {self.reason or ''}\n" + "\n".join(
@@ -133,6 +126,7 @@ class Section:
 
 
 def section(ev: Evidence, name: str) -> Section:
+    """A titled key/value view of one evidence section, with its status and reason."""
     title, item, keys = SECTIONS.get(name, (name, name, None))
     it = ev.items.get(item)
     if it is None:
@@ -141,24 +135,26 @@ def section(ev: Evidence, name: str) -> Section:
 
 
 def evidence_html(ev: Evidence) -> str:
+    """The evidence overview: verdict, key figures, and every collector's status and reason."""
     h = ev.headline().to_dict()
     rows = "".join(
-        f"<tr><td>{html.escape(k)}</td><td>{_badge(v.status)}</td><td style='text-align:left'>"
-        f"{html.escape(v.reason or '')}</td><td>{v.duration_s:.2f}s</td></tr>"
+        f"<tr><td>{esc(k)}</td><td>{_badge(v.status)}</td><td style='text-align:left'>"
+        f"{esc(v.reason or '')}</td><td>{v.duration_s:.2f}s</td></tr>"
         for k, v in ev.items.items()
     )
     figs = "".join(
-        f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{_fmt(v)}</td></tr>" for k, v in h["figures"].items()
+        f"<tr><th style='text-align:left'>{esc(k)}</th><td>{_fmt(v)}</td></tr>" for k, v in h["figures"].items()
     )
     return (
-        f"<h3>Evidence: {_badge(h['verdict'])}</h3><p>source <code>{html.escape(ev.source)}</code>, "
-        f"collected {html.escape(ev.collected_at)}, written to <code>{html.escape(ev.evidence_dir or '')}"
+        f"<h3>Evidence: {_badge(h['verdict'])}</h3><p>source <code>{esc(ev.source)}</code>, "
+        f"collected {esc(ev.collected_at)}, written to <code>{esc(ev.evidence_dir or '')}"
         f"</code></p><table>{figs}</table><table><tr><th>collector</th><th>status</th><th>reason</th>"
         f"<th>time</th></tr>{rows}</table>"
     )
 
 
 def gpu_table(ev: Evidence) -> pd.DataFrame:
+    """One row per GPU (name, compute capability, memory, NVLink), as a DataFrame."""
     import pandas as pd
 
     cols = [
@@ -182,6 +178,7 @@ def gpu_table(ev: Evidence) -> pd.DataFrame:
 
 
 def memory_figure(ev: Evidence) -> FigureView:
+    """GPU memory used / total per GPU (a figure that displays itself)."""
     import plotly.graph_objects as go
 
     gpus = ev.get("nvidia", "gpus") or []
@@ -211,6 +208,7 @@ def _topo_score(label: str) -> float:
 
 
 def topology_figure(ev: Evidence) -> FigureView:
+    """The GPU-to-GPU topology matrix as a heatmap (a figure that displays itself)."""
     import plotly.graph_objects as go
 
     topo = ev.get("nvidia", "topology") or {}
@@ -240,25 +238,27 @@ def topology_figure(ev: Evidence) -> FigureView:
 
 @dataclass
 class LogsView:
+    """The stored logs: sizes, truncation, and the first errors with line numbers."""
+
     files: list[dict[str, Any]]
     status: str
     reason: str | None
 
     def _repr_html_(self) -> str:
         if not self.files:
-            return f"<h4>Logs {_badge(self.status)}</h4><p>{html.escape(self.reason or 'no logs')}</p>"
+            return f"<h4>Logs {_badge(self.status)}</h4><p>{esc(self.reason or 'no logs')}</p>"
         parts = [f"<h4>Logs {_badge(self.status)}</h4>"]
         if self.reason:
-            parts.append(f"<p><b>Note:</b> {html.escape(self.reason)}</p>")
+            parts.append(f"<p><b>Note:</b> {esc(self.reason)}</p>")
         for f in self.files:
             errs = "".join(
-                f"<tr><td>{e['line']}</td><td style='text-align:left'><code>{html.escape(e['text'])}</code></td></tr>"
+                f"<tr><td>{e['line']}</td><td style='text-align:left'><code>{esc(e['text'])}</code></td></tr>"
                 for e in f.get("first_errors") or []
             )
             trunc = " (head and tail stored)" if f.get("truncated") else ""
             parts.append(
-                f"<p><b>{html.escape(f['name'])}</b>: {f['lines']} lines, {f['bytes']} bytes, stored as "
-                f"<code>{html.escape(f['stored_as'])}</code>{trunc}</p>"
+                f"<p><b>{esc(f['name'])}</b>: {f['lines']} lines, {f['bytes']} bytes, stored as "
+                f"<code>{esc(f['stored_as'])}</code>{trunc}</p>"
                 + (
                     f"<table><tr><th>line</th><th>first error lines</th></tr>{errs}</table>"
                     if errs
@@ -269,6 +269,7 @@ class LogsView:
 
 
 def logs_view(ev: Evidence) -> LogsView:
+    """The logs view of the evidence."""
     it = ev.items.get("logs")
     return LogsView(
         (it.value.get("files") if it else None) or [],
@@ -278,6 +279,7 @@ def logs_view(ev: Evidence) -> LogsView:
 
 
 def unavailable_table(ev: Evidence) -> pd.DataFrame:
+    """What could not be established, and why, as a DataFrame."""
     import pandas as pd
 
     rows = [

@@ -33,18 +33,22 @@ class Item:
 
     @classmethod
     def ok(cls, value: dict[str, Any], artefacts: list[str] | None = None, reason: str | None = None) -> Item:
+        """An established value."""
         return cls(OK, reason, value, list(artefacts or []))
 
     @classmethod
     def partial(cls, value: dict[str, Any], reason: str, artefacts: list[str] | None = None) -> Item:
+        """A value with gaps, and the reason for them."""
         return cls(PARTIAL, reason, value, list(artefacts or []))
 
     @classmethod
     def unavailable(cls, reason: str, value: dict[str, Any] | None = None, artefacts: list[str] | None = None) -> Item:
+        """Nothing established, and why (never a silent gap)."""
         return cls(UNAVAILABLE, reason, dict(value or {}), list(artefacts or []))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Item:
+        """Read one item from evidence.json, tolerant of missing keys."""
         return cls(
             status=str(data.get("status", UNAVAILABLE)),
             reason=data.get("reason"),
@@ -77,6 +81,7 @@ class Evidence(ResultMixin, Record):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Evidence:
+        """Rebuild with every item typed."""
         base = super().from_dict({k: v for k, v in data.items() if k != "items"})
         base.items = {k: Item.from_dict(v) for k, v in (data.get("items") or {}).items()}
         return base
@@ -93,8 +98,33 @@ class Evidence(ResultMixin, Record):
         return default if val is None else val
 
     def status(self, item: str) -> str:
+        """ok / partial / unavailable; a collector that did not run reads as unavailable."""
         it = self.items.get(item)
         return it.status if it else UNAVAILABLE
+
+    def item(self, name: str) -> Item:
+        """The item, or an ``unavailable`` one saying it was not collected (callers never test for None)."""
+        return self.items.get(name) or Item.unavailable(f"{name} was not collected")
+
+    def established(self, name: str) -> dict[str, Any]:
+        """The item's value unless it is ``unavailable``: a gap must not be read as a fact."""
+        it = self.items.get(name)
+        return dict(it.value) if it is not None and it.status != UNAVAILABLE else {}
+
+    def launch_command(self) -> str | None:
+        """The recorded launch command as one (redacted) shell line, or None."""
+        import shlex
+
+        launch = self.established("launch")
+        if launch.get("command"):
+            return str(launch["command"])
+        return shlex.join(str(a) for a in launch["argv"]) if launch.get("argv") else None
+
+    def log_paths(self) -> list[Path]:
+        """The logs runbook 01 stored (redacted) under ``evidence/raw/logs/``, as paths to read."""
+        root = Path(self.evidence_dir) if self.evidence_dir else None
+        files = self.established("logs").get("files") or []
+        return [root / f["stored_as"] for f in files if root is not None and isinstance(f, dict) and f.get("stored_as")]
 
     def unavailable(self) -> dict[str, str]:
         """Collector → reason for everything not fully established."""
@@ -202,26 +232,31 @@ class Evidence(ResultMixin, Record):
         return section(self, name)
 
     def gpu_table(self) -> Any:
+        """One row per GPU."""
         from .display import gpu_table
 
         return gpu_table(self)
 
     def memory_figure(self) -> Any:
+        """GPU memory per GPU (a figure that displays itself)."""
         from .display import memory_figure
 
         return memory_figure(self)
 
     def topology_figure(self) -> Any:
+        """The GPU topology matrix (a figure that displays itself)."""
         from .display import topology_figure
 
         return topology_figure(self)
 
     def logs_view(self) -> Any:
+        """The stored logs and their first errors."""
         from .display import logs_view
 
         return logs_view(self)
 
     def unavailable_table(self) -> Any:
+        """What could not be established, and why."""
         from .display import unavailable_table
 
         return unavailable_table(self)

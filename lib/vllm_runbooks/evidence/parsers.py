@@ -293,6 +293,7 @@ def parse_nvlink_status(text: str) -> dict[int, dict[str, int]]:
 
 # --- /proc/driver/nvidia/version ---------------------------------------------------------------
 def parse_proc_driver_version(text: str) -> dict[str, Any]:
+    """The kernel module's version from /proc/driver/nvidia/version (differs from user space until a reboot)."""
     m = re.search(r"Kernel Module(?: for [\w]+)?\s+([\d.]+)", text or "")
     if not m:
         raise ParseError("no 'Kernel Module <version>' line in /proc/driver/nvidia/version")
@@ -330,11 +331,13 @@ def parse_uname(text: str) -> dict[str, str | None]:
 
 
 def parse_meminfo(text: str) -> int | None:
+    """Total memory in bytes from /proc/meminfo, or None."""
     m = re.search(r"^MemTotal:\s+(\d+)\s*kB", text or "", re.M)
     return int(m.group(1)) * 1024 if m else None
 
 
 def parse_uptime(text: str) -> float | None:
+    """Seconds since boot from /proc/uptime, or None."""
     m = re.match(r"^\s*([\d.]+)", text or "")
     return float(m.group(1)) if m else None
 
@@ -358,6 +361,7 @@ def _load_json(text: str, what: str) -> Any:
 
 
 def env_list_to_dict(env: list[str] | None) -> dict[str, str]:
+    """docker's ["K=V", ...] environment as a dict (last value wins, as in docker)."""
     out: dict[str, str] = {}
     for e in env or []:
         k, _, v = str(e).partition("=")
@@ -435,6 +439,7 @@ def parse_container_inspect(text: str) -> dict[str, Any]:
 
 
 def parse_docker_version(text: str) -> dict[str, Any]:
+    """Server and client versions from ``docker version --format json``."""
     d = _load_json(text, "docker version")
     if not isinstance(d, dict):
         raise ParseError("docker version: unexpected JSON shape")
@@ -449,6 +454,7 @@ def parse_docker_version(text: str) -> dict[str, Any]:
 
 
 def parse_docker_info(text: str) -> dict[str, Any]:
+    """Runtimes and the default runtime from ``docker info --format json``."""
     d = _load_json(text, "docker info")
     if not isinstance(d, dict):
         raise ParseError("docker info: unexpected JSON shape")
@@ -504,6 +510,7 @@ _VLLM_VER = [
 
 
 def vllm_version_from_log(text: str) -> str | None:
+    """The vLLM version a startup log announces, or None."""
     for ln in (text or "").splitlines():
         for rx in _VLLM_VER:
             m = rx.search(ln)

@@ -1,4 +1,4 @@
-"""Collect evidence into ``<run_dir>/evidence/`` and read it back.
+"""Collect evidence into ``<run_dir>/evidence/`` (read it back with ``runs.load_result``).
 
 Layout::
 
@@ -17,8 +17,8 @@ from .. import redact
 from ..probe import DEFAULT_TIMEOUT_S, Options
 from ..records import utc_now
 from ..runner import new_run_dir, sha256_file
-from .collectors import Context, run_collectors
 from .model import Evidence, Item
+from .registry import Context, run_collectors
 from .sources import BundleSource, LocalSource, Source
 
 
@@ -132,8 +132,3 @@ def _finish(ev: Evidence, out: Path) -> Evidence:
     sums["evidence.json"] = sha256_file(out / "evidence.json")
     (out / "SHA256SUMS").write_text("".join(f"{h}  {p}\n" for p, h in sorted(sums.items())), encoding="utf-8")
     return ev
-
-
-def load_evidence(path: str | Path, verify: bool = True) -> Evidence:
-    """Kept for callers of the old name: the one evidence reader is :meth:`Evidence.load`."""
-    return Evidence.load(path, verify=verify)

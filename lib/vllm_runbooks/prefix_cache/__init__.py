@@ -3,11 +3,11 @@
 Steps, each a self-displaying record: ``check_enablement`` (every source, do they agree),
 ``hit_granularity`` / ``prefix_fit`` (smallest possible hit vs the shared prefix),
 ``run_experiment`` (N requests, shared prefix, varied tail, counter deltas), ``analyse_jsonl``
-(where real requests stop sharing), ``run_retention`` (evicted before reuse?), and ``decide``
+(where real requests stop sharing), ``run_retention`` (evicted before reuse?), and ``conclude``
 (verdict from ``VERDICTS``). ``PrefixCacheCheck`` runs them against one endpoint for the runbook.
 """
 
-from .check import FIGURES, CheckInputs, PrefixCacheCheck
+from .check import PrefixCacheCheck
 from .experiment import (
     CounterDeltas,
     ExperimentResult,
@@ -19,6 +19,7 @@ from .experiment import (
 )
 from .gpu import GpuMemory, gpu_memory
 from .granularity import HitGranularity, PrefixFit, hit_granularity, prefix_fit
+from .inputs import CheckInputs
 from .mismatch import (
     COMPONENTS,
     FirstDifference,
@@ -28,9 +29,10 @@ from .mismatch import (
     first_difference,
     load_requests,
 )
+from .result import FIGURES, PrefixCacheResult
 from .retention import RetentionResult, run_retention
 from .sources import Enablement, SourceReading, check_enablement, load_launch_and_log
-from .verdict import VERDICTS, Verdict, decide
+from .verdict import VERDICTS, Verdict, conclude
 
 __all__ = [
     "COMPONENTS",
@@ -46,6 +48,7 @@ __all__ = [
     "HitGranularity",
     "MismatchReport",
     "PrefixCacheCheck",
+    "PrefixCacheResult",
     "PrefixFit",
     "RequestObservation",
     "RetentionResult",
@@ -56,7 +59,7 @@ __all__ = [
     "build_spec",
     "check_enablement",
     "counter_deltas",
-    "decide",
+    "conclude",
     "first_difference",
     "gpu_memory",
     "hit_granularity",

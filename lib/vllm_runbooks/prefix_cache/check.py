@@ -1,73 +1,31 @@
-"""The prefix-cache check as one object, so runbook 04's cells are one call each.
+"""The prefix-cache check as one object that runs runbook 04's steps against one endpoint.
 
 Each step returns a result that displays itself and is kept on the check, so ``verdict()`` and
-``glue_all()`` see everything that ran. Steps that cannot run (no endpoint, no JSONL, retention
-not asked for) return a result that says so; nothing here raises to the notebook.
+``result()`` see everything that ran (``prefix_cache.stage.run`` drives every step in order).
+Steps that cannot run (no endpoint, no JSONL, retention not asked for) return a result that
+says so; nothing here raises to the notebook.
 
-The notebook and the run directory are shared evidence: ``scraps()`` (what ``glue_all`` puts in
-the notebook) is redacted, and ``save`` writes through ``write_artefact`` (redacted, a new file,
+The notebook and the run directory are shared evidence: ``scraps()`` (what ``glue_result`` puts
+in the notebook) is redacted, and ``save`` writes through ``write_artefact`` (redacted, a new file,
 never over another).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..artefacts import write_artefact
 from ..client import EndpointClient
-from ..display import banner, html_table
 from ..metrics import MetricsSnapshot
-from ..records import Record, utc_now
-from ..redact import redact_obj, redact_text
+from ..records import utc_now
 from .experiment import ExperimentResult, ExperimentSpec, build_spec, run_experiment, scrape
-from .figures import cached_figure, deltas_figure, shared_prefix_figure, ttft_figure
 from .granularity import HitGranularity, PrefixFit, hit_granularity, prefix_fit
+from .inputs import CheckInputs
 from .mismatch import MismatchReport, analyse_jsonl
+from .result import FIGURES, PrefixCacheResult
 from .retention import RetentionResult, run_retention
-from .sources import Enablement, LaunchAndLog, check_enablement, load_launch_and_log
-from .verdict import Verdict, decide
-
-
-@dataclass
-class CheckInputs(Record):
-    """What the check reads before sending anything: endpoint state, metrics, launch and log."""
-
-    SCHEMA = "prefix_cache_inputs"
-    endpoint: str
-    reachable: bool = False
-    problem: str = ""
-    model: str | None = None
-    metrics_ok: bool = False
-    metrics_problem: str = ""
-    renamed_metrics: dict[str, str] = field(default_factory=dict)
-    cache_config: dict[str, str] = field(default_factory=dict)
-    engines: list[str] = field(default_factory=list)
-    launch_log: LaunchAndLog = field(default_factory=LaunchAndLog)
-    collected_at: str = ""
-
-    def _repr_html_(self) -> str:
-        tone = "good" if self.reachable and self.metrics_ok else "warn" if self.reachable else "bad"
-        title = f"Endpoint {self.endpoint}: " + ("reachable" if self.reachable else "unreachable")
-        detail = self.problem or f"model {self.model}; metrics {'ok' if self.metrics_ok else self.metrics_problem}"
-        ll = self.launch_log
-        rows = [
-            {
-                "input": "launch command",
-                "from": ll.launch_origin or "—",
-                "value": redact_text(ll.launch_command or "")[:300],
-            },
-            {
-                "input": "startup log",
-                "from": ll.log_origin or "—",
-                "value": f"{len(ll.log_text)} chars" if ll.log_text else None,
-            },
-            {"input": "cache_config_info", "from": "/metrics", "value": f"{len(self.cache_config)} labels"},
-            {"input": "engines", "from": "/metrics", "value": ", ".join(self.engines) or None},
-        ]
-        rows += [{"input": "note", "from": "", "value": redact_text(n)} for n in ll.notes]
-        return banner(title, redact_text(detail), tone) + html_table(rows)
+from .sources import Enablement, check_enablement, load_launch_and_log
+from .verdict import Verdict, conclude
 
 
 class PrefixCacheCheck:
@@ -109,6 +67,7 @@ class PrefixCacheCheck:
         self.verdict_result: Verdict | None = None
 
     def close(self) -> None:
+        """Close the endpoint client (its connections)."""
         self.client.close()
 
     # -- steps ------------------------------------------------------------------------------------
@@ -141,6 +100,7 @@ class PrefixCacheCheck:
         return self.inputs_result or self.inputs()
 
     def enablement(self) -> Enablement:
+        """Is it on? Launch command, startup log, ``cache_config_info`` and profile default, side by side."""
         inp = self._inputs()
         self.enablement_result = check_enablement(
             launch_command=inp.launch_log.launch_command,
@@ -153,6 +113,7 @@ class PrefixCacheCheck:
         return self.enablement_result
 
     def granularity(self) -> HitGranularity:
+        """Can it hit at all? The smallest possible hit, from the block size the server reports."""
         self.granularity_result = hit_granularity(self._inputs().cache_config)
         return self.granularity_result
 
@@ -196,6 +157,7 @@ class PrefixCacheCheck:
         return self.experiment_result
 
     def fit(self) -> PrefixFit:
+        """The shared prefix against the hit unit (unknown shared length when no experiment ran)."""
         if self.fit_result is None:
             gran = self._granularity()
             self.fit_result = prefix_fit(None, gran)
@@ -217,6 +179,7 @@ class PrefixCacheCheck:
         return self.mismatch_result
 
     def retention(self, enabled: bool = True) -> RetentionResult:
+        """Does a warmed prefix survive a full KV pool of other prompts? (opt-in: it adds load)"""
         if not enabled:
             self.retention_result = RetentionResult("skipped", "retention_check=False")
             return self.retention_result
@@ -236,11 +199,12 @@ class PrefixCacheCheck:
         return self.retention_result
 
     def verdict(self) -> Verdict:
+        """The verdict from everything that ran (steps not run count as not known, never as fine)."""
         inp = self._inputs()
         retention = (
             self.retention_result if self.retention_result and self.retention_result.status != "skipped" else None
         )
-        self.verdict_result = decide(
+        self.verdict_result = conclude(
             self.enablement_result or self.enablement(),
             self._granularity(),
             self.experiment_result,
@@ -250,82 +214,27 @@ class PrefixCacheCheck:
         )
         return self.verdict_result
 
-    # -- figures and scraps ---------------------------------------------------------------------------
-    def figure(self, name: str) -> Any:
-        """One of ``FIGURES`` as a plotly figure, or None when its step did not run."""
-        exp, mm = self.experiment_result, self.mismatch_result
-        if name == "ttft_by_request" and exp and exp.observations:
-            return ttft_figure(exp)
-        if name == "cached_tokens_per_request" and exp and exp.observations:
-            return cached_figure(exp)
-        if name == "counter_deltas" and exp and exp.deltas.ok:
-            return deltas_figure(exp.deltas)
-        if name == "shared_prefix_distribution" and mm and mm.ok:
-            return shared_prefix_figure(mm)
-        return None
-
-    def show(self, name: str) -> Any:
-        """Display a figure (offline-capable), or a line saying why there is none."""
-        from IPython.display import HTML, display
-
-        from ..display import show_figure
-
-        fig = self.figure(name)
-        if fig is None:
-            display(HTML(f"<p><em>{name}: no data (its step did not run)</em></p>"))
-        else:
-            show_figure(fig)
-        return None
+    # -- the result ---------------------------------------------------------------------------------
+    def result(self) -> PrefixCacheResult:
+        """Everything that ran, as runbook 04's stage result (the verdict is reached if not yet)."""
+        return PrefixCacheResult(
+            verdict=self.verdict_result or self.verdict(),
+            inputs=self.inputs_result,
+            enablement=self.enablement_result,
+            granularity=self.granularity_result,
+            experiment=self.experiment_result,
+            fit=self.fit_result,
+            mismatch=self.mismatch_result,
+            retention=self.retention_result,
+        )
 
     def scraps(self) -> dict[str, Any]:
-        """Plain JSON for every figure and result, keyed by scrap name; redacted (the notebook is shared)."""
-        exp, mm = self.experiment_result, self.mismatch_result
-        out: dict[str, Any] = {}
-        if self.inputs_result:
-            out["inputs"] = self.inputs_result.to_dict()
-        if self.enablement_result:
-            out["enablement"] = self.enablement_result.to_dict()
-        if self.granularity_result:
-            out["granularity"] = self.granularity_result.to_dict()
-        if exp:
-            out["ttft_by_request"] = {
-                "request": [o.index + 1 for o in exp.observations],
-                "ttft_s": [o.ttft_s for o in exp.observations],
-            }
-            out["cached_tokens_per_request"] = {
-                "request": [o.index + 1 for o in exp.observations],
-                "prompt_tokens": [o.prompt_tokens for o in exp.observations],
-                "cached_tokens": [o.cached_tokens for o in exp.observations],
-                "expected_cached": [o.expected_cached for o in exp.observations],
-            }
-            out["counter_deltas"] = exp.deltas.to_dict()
-            out["experiment"] = exp.to_dict()
-        if mm:
-            out["shared_prefix_distribution"] = mm.figures() if mm.ok else {"skipped": mm.reason}
-            out["mismatch"] = mm.to_dict()
-        if self.retention_result:
-            out["retention"] = self.retention_result.to_dict()
-        v = self.verdict_result or self.verdict()
-        out["verdict"] = v.to_dict()
-        out["headline"] = v.headline()
-        return redact_obj(out)
-
-    def glue_all(self) -> dict[str, Any]:
-        from ..scraps import glue
-
-        data = self.scraps()
-        for name, value in data.items():
-            glue(name, value)
-        return data
+        """The result's scraps (redacted plain JSON by name); see ``PrefixCacheResult.scraps``."""
+        return self.result().scraps()
 
     def save(self, run_dir: str | Path | None) -> Path | None:
-        """Write all scraps as ``<run_dir>/prefix_cache/check.json`` (a run artefact), redacted.
-
-        Never overwrites: a second save in one run directory writes ``check-2.json`` and so on.
-        """
-        if not run_dir:
-            return None
-        return write_artefact(run_dir, "prefix_cache/check.json", self.scraps())
+        """Save the result as ``<run_dir>/prefix_cache/check.json`` (redacted, never over a file)."""
+        return self.result().save(run_dir)
 
 
-FIGURES = ("ttft_by_request", "cached_tokens_per_request", "counter_deltas", "shared_prefix_distribution")
+__all__ = ["FIGURES", "CheckInputs", "PrefixCacheCheck"]

@@ -101,10 +101,12 @@ def count_tokens(client: EndpointClient | None, messages: Sequence[Mapping[str, 
 
 
 def token_ids(client: EndpointClient, messages: Sequence[Mapping[str, Any]], **extra: Any) -> list[int] | None:
+    """The prompt's token ids through the server's /tokenize (its own chat template)."""
     return client.token_ids(messages, **extra)[0]
 
 
 def common_prefix_len(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading elements two sequences share."""
     n = min(len(a), len(b))
     for i in range(n):
         if a[i] != b[i]:
@@ -127,6 +129,7 @@ class ExperimentSpec(Record):
     tool_choice: str | None = "none"  # prompt still carries the tools; needs no tool parser
 
     def messages(self, i: int, tail: str | None = None) -> list[dict[str, Any]]:
+        """Request ``i``'s messages: the shared system prompt, then its own tail."""
         if tail is None:
             tail = self.tails[i % len(self.tails)] if self.tails else f"Question {i}: summarise node {i}."
         user: Any = tail
@@ -135,6 +138,7 @@ class ExperimentSpec(Record):
         return [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user}]
 
     def params(self) -> dict[str, Any]:
+        """The request parameters every request shares (temperature 0, tools)."""
         p: dict[str, Any] = {"temperature": 0}
         if self.tools:
             p["tools"] = self.tools
@@ -143,6 +147,7 @@ class ExperimentSpec(Record):
         return p
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON without the long prompt text (scraps stay small)."""
         data = super().to_dict()
         data["system_prompt"] = self.system_prompt[:200] + ("…" if len(self.system_prompt) > 200 else "")
         data["system_prompt_chars"] = len(self.system_prompt)
@@ -237,9 +242,11 @@ class CounterDeltas(Record):
 
     @property
     def flat(self) -> bool:
+        """True when no counter moved (caching off, or counters not exported)."""
         return not (self.queries or self.hits or self.prompt_tokens_cached)
 
     def rows(self) -> list[dict[str, Any]]:
+        """One row per counter delta, for the table and the figure."""
         rows = [
             {"counter": "prefix_cache_queries (tokens)", "delta": self.queries},
             {"counter": "prefix_cache_hits (tokens)", "delta": self.hits},
@@ -303,6 +310,7 @@ def _grouped_delta(
 
 
 def scrape(client: EndpointClient) -> tuple[MetricsSnapshot | None, str]:
+    """One /metrics snapshot, or None and the reason."""
     res = client.metrics()
     if res.ok and res.snapshot is not None:
         return res.snapshot, ""
@@ -330,31 +338,39 @@ class ExperimentResult(Record):
     # -- derived views -------------------------------------------------------------------------
     @property
     def ok_observations(self) -> list[RequestObservation]:
+        """Requests that got an answer."""
         return [o for o in self.observations if o.ok]
 
     @property
     def later(self) -> list[RequestObservation]:
+        """Answered requests after the first (the ones that should hit)."""
         return [o for o in self.ok_observations if o.index > 0]
 
     @property
     def cached_reported(self) -> bool:
+        """Whether the server reports cached_tokens at all (--enable-prompt-tokens-details)."""
         return any(o.cached_tokens is not None for o in self.ok_observations)
 
     def later_cached(self) -> list[int]:
+        """cached_tokens of every later request."""
         return [o.cached_tokens or 0 for o in self.later]
 
     def first_ttft(self) -> float | None:
+        """Time to first token of the cold request."""
         first = next((o for o in self.ok_observations if o.index == 0), None)
         return first.ttft_s if first else None
 
     def later_ttft_median(self) -> float | None:
+        """Median time to first token of the later requests."""
         vals = [o.ttft_s for o in self.later if o.ttft_s is not None]
         return statistics.median(vals) if vals else None
 
     def sum_prompt_tokens(self) -> int:
+        """Prompt tokens over all answered requests (compared with the counters)."""
         return sum(o.prompt_tokens or 0 for o in self.ok_observations)
 
     def sum_cached(self) -> int:
+        """cached_tokens over all answered requests (compared with the counters)."""
         return sum(o.cached_tokens or 0 for o in self.ok_observations)
 
     def counters_agree(self) -> bool | None:
@@ -401,9 +417,11 @@ class ExperimentResult(Record):
         }
 
     def figure(self) -> Any:
+        """TTFT and cached tokens per request (a figure that displays itself)."""
+        from ..display import FigureView
         from .figures import experiment_figure
 
-        return experiment_figure(self)
+        return FigureView(experiment_figure(self))
 
     def _repr_html_(self) -> str:
         later = self.later_cached()

@@ -54,6 +54,7 @@ def cached_figure(exp: ExperimentResult) -> Any:
 
 
 def deltas_figure(deltas: CounterDeltas, title: str = "Prefix-cache counter deltas (this run)") -> Any:
+    """Counter deltas of this run as bars (plotly)."""
     import plotly.graph_objects as go
 
     names, values = [], []
@@ -92,4 +93,5 @@ def shared_prefix_figure(report: MismatchReport) -> Any:
 
 
 def experiment_figure(exp: ExperimentResult) -> Any:
+    """TTFT and cached tokens per request side by side (plotly)."""
     return cached_figure(exp)

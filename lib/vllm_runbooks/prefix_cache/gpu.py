@@ -27,6 +27,7 @@ class GpuMemory(Record):
 
     @property
     def used_mib(self) -> float | None:
+        """Memory used on all GPUs together, MiB."""
         return sum(g["used_mib"] for g in self.gpus) if self.available and self.gpus else None
 
 

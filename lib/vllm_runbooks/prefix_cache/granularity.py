@@ -147,6 +147,7 @@ class PrefixFit(Record):
 
 
 def prefix_fit(shared_tokens: int | None, granularity: HitGranularity, method: str = "tokenize") -> PrefixFit:
+    """How many full hit units the shared prefix holds: zero means it can never hit."""
     if shared_tokens is None:
         return PrefixFit(None, granularity.unit_tokens, method="unknown", note="shared prefix could not be measured")
     if granularity.assumed:

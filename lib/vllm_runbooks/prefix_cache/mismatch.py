@@ -369,6 +369,7 @@ def canonical_rendering(body: Mapping[str, Any]) -> str:
 
 
 def tokenize_request(client: EndpointClient, body: Mapping[str, Any]) -> tuple[list[int] | None, str]:
+    """A request's prompt tokens through the server's /tokenize, or None."""
     extra = {k: body[k] for k in TOKENIZE_KEYS if body.get(k) is not None}
     return client.token_ids(body.get("messages") or [], **extra)
 
@@ -376,6 +377,8 @@ def tokenize_request(client: EndpointClient, body: Mapping[str, Any]) -> tuple[l
 # -- the report -----------------------------------------------------------------------------------------
 @dataclass
 class RequestComparison(Record):
+    """Two consecutive requests compared: shared prefix length and the first difference."""
+
     SCHEMA = "prefix_cache_request_comparison"
     index: int
     compared_with: int | None
@@ -408,13 +411,16 @@ class MismatchReport(Record):
 
     @property
     def shared_lengths(self) -> list[int]:
+        """Shared-prefix length of every comparison."""
         return [c.shared_tokens for c in self.comparisons if c.compared_with is not None]
 
     def median_shared(self) -> float | None:
+        """Median shared-prefix length."""
         vals = self.shared_lengths
         return statistics.median(vals) if vals else None
 
     def share_hitting(self) -> float | None:
+        """Share of comparisons whose shared prefix reaches at least one hit unit."""
         vals = self.shared_lengths
         return sum(v >= self.unit_tokens for v in vals) / len(vals) if vals else None
 
@@ -440,9 +446,11 @@ class MismatchReport(Record):
         }
 
     def figure(self) -> Any:
+        """Distribution of shared-prefix lengths against the hit unit (a figure that displays itself)."""
+        from ..display import FigureView
         from .figures import shared_prefix_figure
 
-        return shared_prefix_figure(self)
+        return FigureView(shared_prefix_figure(self))
 
     def _repr_html_(self) -> str:
         if not self.ok:
@@ -562,6 +570,7 @@ def analyse_jsonl(
     unit_assumed: bool = False,
     max_requests: int = 200,
 ) -> MismatchReport:
+    """Read real request bodies from JSONL (bounded) and find where they stop sharing a prefix."""
     bodies, notes = load_requests(path, limit=max_requests)
     report = analyse_requests(
         bodies,

@@ -45,6 +45,7 @@ class RetentionResult(Record):
     notes: list[str] = field(default_factory=list)
 
     def figures(self) -> dict[str, Any]:
+        """Bounded key figures for the headline."""
         return {
             "retention_status": self.status,
             "capacity_tokens": self.capacity_tokens,

@@ -9,7 +9,6 @@ with other flags, shows up as disagreement between them.
 from __future__ import annotations
 
 import ast
-import json
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -56,11 +55,13 @@ class Enablement(Record):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Enablement:
+        """Rebuild with the readings typed."""
         base = super().from_dict(data)
         base.readings = [r if isinstance(r, SourceReading) else SourceReading.from_dict(r) for r in base.readings]
         return base
 
     def reading(self, source: str) -> SourceReading | None:
+        """One source's reading by name, or None."""
         return next((r for r in self.readings if r.source == source), None)
 
     def _repr_html_(self) -> str:
@@ -138,6 +139,7 @@ def _non_default_reading(line: str) -> SourceReading:
 
 
 def from_cache_config(cache_config: dict[str, str] | None, failure: str = "") -> SourceReading:
+    """What the running engine reports in ``vllm:cache_config_info`` (authoritative)."""
     if not cache_config:
         return SourceReading("cache_config_info", UNAVAILABLE, failure or "no vllm:cache_config_info on /metrics")
     raw = cache_config.get("enable_prefix_caching")
@@ -224,6 +226,7 @@ class LaunchAndLog(Record):
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:  # the log itself stays out of scraps: it can be megabytes
+        """Plain JSON with the log replaced by its length: the log itself can be megabytes."""
         data = super().to_dict()
         data["log_text"] = None if self.log_text is None else f"<{len(self.log_text)} chars>"
         return data
@@ -232,7 +235,7 @@ class LaunchAndLog(Record):
 def load_launch_and_log(
     launch_command: str | None = None, log_path: str | None = None, evidence_dir: str | None = None
 ) -> LaunchAndLog:
-    """Parameters first; else runbook 01's ``<evidence_dir>/evidence/evidence.json``. Never raises."""
+    """Parameters first; else runbook 01's evidence (through ``runs.load_result``). Never raises."""
     out = LaunchAndLog()
     if launch_command:
         out.launch_command, out.launch_origin = launch_command, "parameter"
@@ -242,31 +245,27 @@ def load_launch_and_log(
         if note:
             out.notes.append(note)
     if evidence_dir and (out.launch_command is None or out.log_text is None):
-        ev_root = Path(evidence_dir) / "evidence"
+        from ..runs import load_result
+
         try:
-            evidence = json.loads((ev_root / "evidence.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            out.notes.append(f"evidence not readable at {ev_root / 'evidence.json'}: {exc}")
+            evidence = load_result(evidence_dir, "evidence_capture")
+        except (OSError, ValueError) as exc:  # absent, or refused (changed since capture): say so
+            out.notes.append(f"evidence not readable under {evidence_dir}: {exc}")
             return out
-        items = evidence.get("items") or {}
         if out.launch_command is None:
-            launch = ((items.get("launch") or {}).get("value")) or {}
-            cmd = launch.get("command") or (shlex.join(launch["argv"]) if launch.get("argv") else None)
+            cmd = evidence.launch_command()
             if cmd:
                 out.launch_command, out.launch_origin = cmd, "evidence: launch"
             else:
                 out.notes.append("evidence has no launch command")
         if out.log_text is None:
-            files = (((items.get("logs") or {}).get("value")) or {}).get("files") or []
             texts = []
-            for f in files:
-                stored = f.get("stored_as")
-                if stored:
-                    text, note = _read_log(ev_root / stored)
-                    if text is not None:
-                        texts.append(text)
-                    elif note:
-                        out.notes.append(note)
+            for path in evidence.log_paths():
+                text, note = _read_log(path)
+                if text is not None:
+                    texts.append(text)
+                elif note:
+                    out.notes.append(note)
             if texts:
                 out.log_text, out.log_origin = "\n".join(texts), f"evidence: {len(texts)} log file(s)"
             else:

@@ -57,9 +57,6 @@ class Verdict(Record):
     next_step: str = ""
     figures: dict[str, Any] = field(default_factory=dict)
 
-    def headline(self) -> dict[str, Any]:
-        return {"runbook": "prefix_cache_check", "verdict": self.verdict, "figures": self.figures}
-
     def _repr_html_(self) -> str:
         tone = TONES.get(self.verdict, "bad")
         items = "".join(f"<li>{esc(e)}</li>" for e in self.evidence)
@@ -69,7 +66,7 @@ class Verdict(Record):
         )
 
 
-def decide(
+def conclude(
     enablement: Enablement | None,
     granularity: HitGranularity | None,
     experiment: ExperimentResult | None = None,
@@ -78,6 +75,7 @@ def decide(
     *,
     endpoint_problem: str = "",
 ) -> Verdict:
+    """Runbook 04's verdict from the steps that ran, first matching rule wins (module docstring)."""
     evidence: list[str] = []
     figures: dict[str, Any] = {}
     if enablement is not None:

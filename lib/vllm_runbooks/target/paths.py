@@ -21,6 +21,7 @@ def repo_root() -> Path | None:
 
 
 def cache_root() -> Path:
+    """The cache folder (``VLLM_RUNBOOKS_CACHE``, else the user cache dir): models survive venv rebuilds."""
     env = os.environ.get("VLLM_RUNBOOKS_CACHE")
     if env:
         return Path(env).expanduser()

@@ -50,6 +50,7 @@ class TargetConfig:
     extra_args: tuple[str, ...] = ()
 
     def server_args(self) -> list[str]:
+        """The ``vllm serve`` arguments this configuration stands for."""
         args = [
             "--max-model-len",
             str(self.max_model_len),
@@ -131,6 +132,8 @@ class TargetHandle(Record):
 
 @dataclass
 class TargetStatus(Record):
+    """Whether a named target runs, where, and since when (from its state file and /health)."""
+
     SCHEMA = "target_status"
     name: str
     state: str  # running | unhealthy | stopped | stale (state file but process gone)
@@ -144,6 +147,8 @@ class TargetStatus(Record):
 
 @dataclass
 class StopResult(Record):
+    """What stopping did: which signal ended it and how long it took."""
+
     SCHEMA = "target_stop"
     name: str
     ok: bool
@@ -155,12 +160,14 @@ class StopResult(Record):
 
 # -- helpers ---------------------------------------------------------------------------------
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port the OS says is free now (the server binds it right after)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something already listens on the port (refused rather than fought over)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         # as the server binds (SO_REUSEADDR): connections in TIME_WAIT after a stop do not count
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -194,6 +201,7 @@ def _alive(pid: int | None, start_time: str | None) -> bool:
 
 
 def log_tail(path: Path | str, lines: int = 40) -> str:
+    """The last lines of a server log, bounded, for the failure message."""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)

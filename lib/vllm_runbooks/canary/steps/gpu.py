@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..gpu_probe import describe_gpus, evidence_item, load_evidence_json, nvidia_smi_gpus, torch_probe
+from ...evidence.model import Evidence
+from ..gpu_probe import describe_gpus, nvidia_smi_gpus, torch_probe
 from ..nccl import allreduce_check, load_nccl_tests
 from ..registry import Outcome, StepContext, failed, passed, register, skipped
 
@@ -21,23 +22,25 @@ def _torch(ctx: StepContext) -> dict[str, Any]:
     return ctx.shared["torch_probe"]
 
 
-def _gpus(ctx: StepContext) -> tuple[list[dict[str, Any]], str, dict[str, Any] | None]:
-    """(gpus, where they came from / why none, evidence json or None); cached per run."""
+def _gpus(ctx: StepContext) -> tuple[list[dict[str, Any]], str, Evidence | None]:
+    """(gpus, where they came from / why none, evidence or None); cached per run."""
     if "gpus" in ctx.shared:
         return ctx.shared["gpus"]
     ev = None
     if ctx.config.evidence_dir:
+        from ...runs import load_result
+
         try:
-            ev = load_evidence_json(ctx.config.evidence_dir)
-        except ValueError as exc:
-            found: tuple[list[dict[str, Any]], str, dict[str, Any] | None] = ([], f"evidence unreadable: {exc}", None)
+            ev = load_result(ctx.config.evidence_dir, "evidence_capture")
+        except (OSError, ValueError) as exc:  # absent, or refused as changed since capture
+            found: tuple[list[dict[str, Any]], str, Evidence | None] = ([], f"evidence unreadable: {exc}", None)
             ctx.shared["gpus"] = found
             return found
-        nv = evidence_item(ev, "nvidia")
-        gpus = list(nv["value"].get("gpus") or [])
-        why = f"runbook 01 evidence ({ev['_path']})"
+        nv = ev.item("nvidia")
+        gpus = list(nv.value.get("gpus") or [])
+        why = f"runbook 01 evidence ({ev.evidence_dir}/evidence.json)"
         if not gpus:
-            why = f"runbook 01 evidence: nvidia {nv['status']}: {nv['reason'] or 'no GPUs listed'}"
+            why = f"runbook 01 evidence: nvidia {nv.status}: {nv.reason or 'no GPUs listed'}"
         found = (gpus, why, ev)
     else:
         smi = nvidia_smi_gpus()
@@ -57,7 +60,7 @@ def gpu_cuda(ctx: StepContext) -> Outcome:
         return failed(f"evidence_dir given but {source}")
     if not gpus:
         return skipped(f"no NVIDIA GPU recognised: {source}", {"source": source})
-    nv = evidence_item(ev, "nvidia")["value"] if ev else {}
+    nv = ev.item("nvidia").value if ev else {}
     driver = nv.get("driver_version") or gpus[0].get("driver_version")
     gpu_text = f"{describe_gpus(gpus)}; driver {driver or '?'}"
     if nv.get("cuda_driver_version"):
@@ -68,15 +71,15 @@ def gpu_cuda(ctx: StepContext) -> Outcome:
     }
     details: dict[str, Any] = {"gpu_count": len(gpus), "driver": driver, "source": source}
     if ev is not None:
-        probe = evidence_item(ev, "cuda_probe")
-        pv = probe["value"]
+        probe = ev.item("cuda_probe")
+        pv = probe.value
         evidence["cuda_probe"] = {
-            "status": probe["status"],
+            "status": probe.status,
             "ran": pv.get("ran"),
             "ok": pv.get("ok"),
             "error": pv.get("error"),
         }
-        image_cuda = evidence_item(ev, "image")["value"].get("cuda_version")
+        image_cuda = ev.item("image").value.get("cuda_version")
         details["image_cuda"] = image_cuda
         if pv.get("ran"):
             if pv.get("ok"):

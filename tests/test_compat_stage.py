@@ -1,4 +1,4 @@
-"""Runbook 02's stage: evidence + parameters → log diagnosis → compatibility report."""
+"""Runbook 02's stage: evidence + parameters → log diagnosis → compatibility report, saved and read back."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from vllm_runbooks import decision
-from vllm_runbooks.compat import OrgConstraints
+from vllm_runbooks.compat.stage import CompatResult, Config, decide_gathered, gather, run
 from vllm_runbooks.runner import run_runbook
+from vllm_runbooks.runs import load_result
+from vllm_runbooks.stage import ArtefactError
 
 TODAY = dt.date(2026, 11, 29)
 SEED_LOG = (
@@ -82,40 +83,68 @@ def _evidence(tmp_path: Path, driver: str = "575.57.08", log: str = SEED_LOG) ->
 
 
 def test_evidence_and_its_logs_drive_the_decision(tmp_path: Path) -> None:
-    gathered = decision.gather_inputs(_evidence(tmp_path))
+    gathered = gather(Config(evidence_dir=str(_evidence(tmp_path))))
     assert gathered.inputs.driver_version == "575.57.08"
     assert gathered.inputs.image_cuda_version == "13.0.1"
     assert gathered.log_paths and gathered.log_paths[0].endswith("evidence/logs/vllm.log")
-    result = decision.decide_from(gathered, OrgConstraints(), today=TODAY)
+    result = decide_gathered(gathered, today=TODAY)
     assert result.verdict == "driver_too_old"
     assert result.logs.label == "driver_too_old"
     # The log's "found version 12090" agrees with the verdict: no contradiction.
     assert result.report.decision.contradictions == []
     head = result.headline()
-    assert head["runbook"] == "compatibility_decision" and head["figures"]["log_label"] == "driver_too_old"
+    assert head.runbook == "compatibility_decision" and head.figures["log_label"] == "driver_too_old"
 
 
 def test_parameters_override_evidence_and_say_so(tmp_path: Path) -> None:
-    gathered = decision.gather_inputs(_evidence(tmp_path), driver_version="580.95.05")
+    gathered = gather(Config(evidence_dir=str(_evidence(tmp_path)), driver_version="580.95.05"))
     assert gathered.inputs.driver_version == "580.95.05"
     assert gathered.inputs.sources["driver_version"] == "parameter driver_version"
-    result = decision.decide_from(gathered, today=TODAY)
+    result = decide_gathered(gathered, today=TODAY)
     assert result.verdict in {"compatible", "compatible_minor_version"}
     # The log still says the driver was too old: shown as a contradiction, not hidden.
     assert result.report.decision.contradictions
 
 
 def test_missing_evidence_and_no_driver_is_unknown(tmp_path: Path) -> None:
-    gathered = decision.gather_inputs(tmp_path / "nowhere", image_cuda="13.0")
+    gathered = gather(Config(evidence_dir=str(tmp_path / "nowhere"), image_cuda="13.0"))
     assert gathered.evidence_path is None and "no evidence" in gathered.evidence_note
-    result = decision.decide_from(gathered, today=TODAY)
+    result = decide_gathered(gathered, today=TODAY)
     assert result.verdict == "unknown"
     assert "driver_version" in result.report.decision.missing
 
 
 def test_unknown_override_is_refused() -> None:
+    from vllm_runbooks.compat import CompatInputs, apply_overrides
+
     with pytest.raises(TypeError, match="unknown decision inputs"):
-        decision.gather_inputs(None, driver="575")
+        apply_overrides(CompatInputs(), {"driver": "575"})
+
+
+def test_result_is_saved_and_read_back_typed_and_a_changed_file_is_refused(tmp_path: Path) -> None:
+    run_dir = _evidence(tmp_path)
+    result = run(Config(run_dir=str(run_dir), today=TODAY.isoformat()))
+    path = result.save(run_dir)
+    assert path == run_dir / "compat" / "decision.json"
+    back = load_result(run_dir, "compatibility_decision")
+    assert isinstance(back, CompatResult) and back.verdict == "driver_too_old"
+    assert back.report.decision.facts[0].source == result.report.decision.facts[0].source  # typed, not dicts
+    assert back.headline() == result.headline() and back.logs.label == "driver_too_old"
+    assert result.save(run_dir).name == "decision-2.json"  # never over an earlier file
+    (run_dir / "evidence" / "evidence.json").write_text("{}")  # evidence refused: the decision says so
+    assert "refused" in gather(Config(run_dir=str(run_dir))).evidence_note
+
+
+def test_a_tampered_decision_is_refused_naming_it(tmp_path: Path) -> None:
+    from vllm_runbooks.runner import RunbookResult, record_run
+
+    run_dir = _evidence(tmp_path)
+    run(Config(run_dir=str(run_dir), today=TODAY.isoformat())).save(run_dir)
+    record_run(run_dir, RunbookResult("compatibility_decision", "n", None, "ok", "a", "b", 0.1, {}))
+    path = run_dir / "compat" / "decision.json"
+    path.write_text(path.read_text().replace("driver_too_old", "compatible"))
+    with pytest.raises(ArtefactError, match="decision.json"):
+        load_result(run_dir, "compatibility_decision")
 
 
 @pytest.mark.slow
@@ -133,3 +162,5 @@ def test_runbook02_from_parameters(tmp_path: Path) -> None:
     )
     assert result.status == "ok", result.error
     assert result.headline["verdict"] == "compatible_forward_compat"
+    assert result.headline["schema"] == "headline"  # the typed headline, copied by the runner
+    assert load_result(tmp_path / "run", "compatibility_decision").verdict == "compatible_forward_compat"

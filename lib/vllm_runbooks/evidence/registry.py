@@ -1,0 +1,273 @@
+"""The evidence collector registry: what collectors share, and how each is run, bounded.
+
+A collector is ``fn(ctx) -> Item`` in a module of ``evidence/collectors/`` (found by
+:func:`discover`, the way canary finds its steps). It reads raw artefacts through
+``ctx.read(name)`` (the same call for a local machine and for a bundle), stores them with
+``ctx.keep`` (logs with ``ctx.keep_log``), and returns a value or ``Item.unavailable(reason)``.
+``run_collectors`` bounds each one by a timeout and turns any exception into ``unavailable``, so
+one broken tool never stops the capture; a collector abandoned at its timeout may run on, but its
+writes are refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import pkgutil
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from .. import probe, redact
+from ..probe import Captured, Options
+from .model import OK, Item
+from .sources import Source
+
+
+class WriteRefused(RuntimeError):
+    """A collector that was abandoned after its timeout tried to write under ``raw/``."""
+
+
+class _Gate:
+    """Whether the collector running in this thread may still write; closed when it is abandoned.
+
+    ``run_bounded`` opens one per run and closes it on timeout; a gate opened inside another
+    collector's thread (a nested ``run_bounded``) is closed with its parent too. Writes take the
+    gate's lock, so once ``close`` returns no write from that collector is in flight or to come.
+    """
+
+    def __init__(self, what: str, parent: _Gate | None) -> None:
+        self.what = what
+        self.parent = parent
+        # one lock per outermost collector, so closing it also waits for a nested run's write
+        self.lock = parent.lock if parent else threading.RLock()
+        self.closed = False
+        self.refused = 0
+
+    def is_closed(self) -> bool:
+        gate: _Gate | None = self
+        while gate is not None:
+            if gate.closed:
+                return True
+            gate = gate.parent
+        return False
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+
+
+_THREAD = threading.local()
+
+
+def _current_gate() -> _Gate | None:
+    return getattr(_THREAD, "gate", None)
+
+
+@dataclass
+class Context:
+    """What collectors share: the source, the parameters, the raw-artefact directory."""
+
+    source: Source
+    opts: Options
+    out_dir: Path  # <run_dir>/evidence
+    collector_timeout_s: float = 60.0
+    launch_command: str | None = None  # redacted
+    endpoint: str | None = None  # redacted
+    results: dict[str, Item] = field(default_factory=dict)
+    _cache: dict[str, Captured] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def read(self, name: str) -> Captured:
+        """Raw artefact by bundle name, cached; stored under raw/ when it has content."""
+        with self._lock:
+            if name in self._cache:
+                return self._cache[name]
+        got = self.source.read(name)
+        if got.data:
+            self.keep(name, got.data)
+        with self._lock:
+            self._cache[name] = got
+        return got
+
+    def text(self, name: str) -> str | None:
+        """A raw artefact as text (undecodable bytes replaced), or None."""
+        got = self.read(name)
+        return got.data.decode("utf-8", "replace") if got.data is not None else None
+
+    def keep(self, name: str, data: bytes) -> str:
+        """Write an (already redacted) artefact under raw/ and return its relative path.
+
+        Raises ``WriteRefused`` in a collector that was abandoned after its timeout: the
+        capture has moved on (and may have hashed raw/ already), so nothing may land there.
+        """
+        rel = f"raw/{name}"
+        dest = self.out_dir / rel
+        with _write_permit(rel):
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+        return rel
+
+    def keep_log(self, rel: str, stream: IO[bytes]) -> dict[str, Any]:
+        """Copy a log through redaction (``probe.store_log``) to ``rel`` under the evidence dir.
+
+        The copy is made outside the run directory and moved in only while the collector may
+        still write, so an abandoned collector leaves no partial log behind.
+        """
+        fd, tmp_name = tempfile.mkstemp(prefix="vllm-runbooks-log-")
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            summary = probe.store_log(stream, tmp)
+            dest = self.out_dir / rel
+            with _write_permit(rel):
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(tmp), dest)
+            return summary
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def artefact(self, name: str) -> list[str]:
+        """The raw/ path of an artefact read in this capture, for an item's ``artefacts``."""
+        got = self._cache.get(name)
+        return [f"raw/{name}"] if got is not None and got.data else []
+
+
+@contextlib.contextmanager
+def _write_permit(rel: str) -> Iterator[None]:
+    """Hold the current collector's gate open for one write, or refuse the write."""
+    gate = _current_gate()
+    if gate is None:  # not inside a collector (the writer itself): always allowed
+        yield
+        return
+    with gate.lock:
+        if gate.is_closed():
+            gate.refused += 1
+            raise WriteRefused(f"{gate.what} timed out earlier; write to {rel} refused")
+        yield
+
+
+CollectorFn = Callable[[Context], Item]
+
+
+@dataclass
+class Collector:
+    """One registered collector: its name (the evidence item), title, function and predicate."""
+
+    name: str
+    title: str
+    fn: CollectorFn
+    applies: Callable[[Context], bool] = lambda ctx: True
+    order: float = 100.0
+
+
+COLLECTORS: dict[str, Collector] = {}
+_DISCOVERED = False
+
+
+def register(
+    name: str, title: str, applies: Callable[[Context], bool] | None = None, *, order: float = 100.0
+) -> Callable[[CollectorFn], CollectorFn]:
+    """Add a collector. ``order`` is the order of collection and display: a collector may read
+    the results of those before it (``ctx.results``), e.g. ``launch`` reads ``container``."""
+
+    def deco(fn: CollectorFn) -> CollectorFn:
+        COLLECTORS[name] = Collector(name, title, fn, applies or (lambda ctx: True), order)
+        return fn
+
+    return deco
+
+
+def discover() -> dict[str, Collector]:
+    """Import every module in ``evidence/collectors/`` once, so their ``@register`` calls run."""
+    global _DISCOVERED
+    if not _DISCOVERED:
+        from . import collectors as pkg
+
+        for info in pkgutil.iter_modules(pkg.__path__):
+            importlib.import_module(f"{pkg.__name__}.{info.name}")
+        _DISCOVERED = True
+    return COLLECTORS
+
+
+def registered_collectors() -> list[Collector]:
+    """Every collector, in collection order."""
+    return sorted(discover().values(), key=lambda c: c.order)
+
+
+def run_bounded(fn: Callable[[], Item], timeout_s: float, what: str) -> Item:
+    """Run ``fn`` in a daemon thread; past ``timeout_s`` it is abandoned and recorded unavailable.
+
+    An abandoned run cannot be stopped, but it can no longer write: its gate is closed, and
+    ``Context.keep`` / ``Context.keep_log`` refuse (``WriteRefused``) from then on.
+    """
+    box: dict[str, Any] = {}
+    gate = _Gate(what, _current_gate())
+
+    def target() -> None:
+        _THREAD.gate = gate
+        try:
+            box["item"] = fn()
+        except Exception as e:  # a collector must never raise to its caller
+            box["item"] = Item.unavailable(f"{what} failed: {type(e).__name__}: {redact.redact_text(str(e))}")
+
+    t0 = time.monotonic()
+    th = threading.Thread(target=target, name=f"collector-{what}", daemon=True)
+    th.start()
+    th.join(timeout_s)
+    if th.is_alive():
+        gate.close()
+        item = Item.unavailable(
+            f"{what} timed out after {timeout_s:g}s; abandoned, and its later writes to raw/ are refused"
+        )
+    else:
+        item = box.get("item") or Item.unavailable(f"{what} returned nothing")
+    if not isinstance(item, Item):
+        item = Item.unavailable(f"{what} returned {type(item).__name__}, not an Item")
+    item.duration_s = round(time.monotonic() - t0, 3)
+    return item
+
+
+def run_collectors(ctx: Context, only: list[str] | None = None) -> dict[str, Item]:
+    """Run every registered collector (or those in ``only``) in order, each bounded; never raises."""
+    for col in registered_collectors():
+        name = col.name
+        if only is not None and name not in only:
+            continue
+        try:
+            if not col.applies(ctx):
+                continue
+        except Exception:  # noqa: S112 - a broken predicate just means "run it"
+            pass
+        item = run_bounded(lambda col=col: col.fn(ctx), ctx.collector_timeout_s, name)
+        ctx.results[name] = item
+        _report_progress(name, item)
+    return ctx.results
+
+
+def _report_progress(name: str, item: Item) -> None:
+    """One line per collector: the CLI streams the kernel's output, so on-call sees it live."""
+    duration = getattr(item, "duration_s", None)
+    took = f" ({duration:.1f} s)" if isinstance(duration, int | float) else ""
+    reason = f" — {item.reason}" if item.reason and item.status != OK else ""
+    print(f"[evidence] {name}: {item.status}{took}{reason}"[:300], flush=True)
+
+
+def grouped_reasons(parts: dict[str, Captured]) -> list[str]:
+    """One line per distinct reason: 'a, b: nvidia-smi not found on PATH'."""
+    by_reason: dict[str, list[str]] = {}
+    for k, v in parts.items():
+        if v.status != OK and v.reason:
+            by_reason.setdefault(v.reason, []).append(k)
+    return [f"{', '.join(ks)}: {r}" for r, ks in by_reason.items()]
+
+
+def combine_reasons(parts: dict[str, Captured]) -> str:
+    """The grouped reasons of several raw reads as one line (an item's ``reason``)."""
+    return "; ".join(grouped_reasons(parts))
