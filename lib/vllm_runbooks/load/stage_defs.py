@@ -231,10 +231,11 @@ def ramp(ctx: StageContext) -> Any:
         return ctx.outcome(StageStatus.SKIP, stop_reason or "no level ran", **kw)
     if k is None:
         return ctx.outcome(StageStatus.FAIL, f"no level met the SLO without errors; {ended}", **kw)
-    status = StageStatus.PASS if k == reached or saturated_at or not stop_reason else StageStatus.WARN
-    if stop_reason and not saturated_at and ("error rate" in stop_reason or "server:" in stop_reason):
-        status = StageStatus.WARN
-    return ctx.outcome(status, f"knee at concurrency {k}; {ended}", **kw)
+    # The SLO and the saturation test are how a ramp finds its knee; errors and server signals
+    # (KV full, preemptions, a growing queue) mean the node showed stress on the way: a warning.
+    stressed = bool(stop_reason) and not saturated_at and ("error rate" in stop_reason or "server:" in stop_reason)
+    status = StageStatus.WARN if stressed else StageStatus.PASS
+    return ctx.outcome(status, f"knee at concurrency {k} (reached {reached}); {ended}", **kw)
 
 
 @register("image_tools", "Image and tool calls mixed in", 6)
