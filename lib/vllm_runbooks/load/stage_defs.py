@@ -183,7 +183,8 @@ def ramp(ctx: StageContext) -> Any:
     summaries = []
     for conc in ramp_levels(cfg.max_concurrency, cfg.ramp_factor):
         want = max(cfg.level_requests, 2 * conc)
-        run, summary, signals, cap = ctx.load(payloads, want, conc, cfg.level_seconds, level=conc, warmup=0)
+        warm = max(0, min(cfg.level_warmup_requests, want // 4))  # the switch from the level below
+        run, summary, signals, cap = ctx.load(payloads, want + warm, conc, cfg.level_seconds, level=conc, warmup=warm)
         if run is None:
             capped = cap
             stop_reason = f"stopped before concurrency {conc}: {cap}"
