@@ -50,6 +50,7 @@ class Config(Record):
     kv_stop_fraction: float = 0.98
     saturation_slope: float = 0.8  # a queueing server gives ~1; healthy ~0 (noise on a busy CPU target ~0.7)
     saturation_window: int = 3
+    saturation_max_efficiency: float = 0.5  # throughput gain / concurrency gain at or below this: saturated
     min_knee_concurrency: int = 1
     # global caps
     max_requests: int = 600
