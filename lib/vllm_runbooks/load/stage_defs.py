@@ -194,7 +194,10 @@ def ramp(ctx: StageContext) -> Any:
         levels.append(lv)
         summaries.append(summary)
         test = over_saturation(
-            [x.point() for x in levels], window=cfg.saturation_window, min_slope=cfg.saturation_slope, max_efficiency=cfg.saturation_max_efficiency
+            [x.point() for x in levels],
+            window=cfg.saturation_window,
+            min_slope=cfg.saturation_slope,
+            max_efficiency=cfg.saturation_max_efficiency,
         )
         lv.saturation = test
         if run.ended_by.startswith("stop"):
