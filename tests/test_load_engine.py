@@ -227,3 +227,13 @@ def test_cli_load_prints_one_json_summary(stream50: StreamServer, tmp_path: Path
     assert len(records.read_text().splitlines()) == 20
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
     assert again.returncode == 2 and "never overwrite" in again.stderr
+
+
+def test_completions_api_is_timed_like_chat(stream50: StreamServer) -> None:
+    from vllm_runbooks.load.workload import short_prompts
+
+    payloads = short_prompts("m", api="completions", max_tokens=4, count=2)
+    assert payloads[0].path == "/v1/completions" and "prompt" in payloads[0].body
+    run = run_load(stream50.base_url, payloads, LoadSpec(requests=2, concurrency=1))
+    for r in run.records:
+        assert r.ok and r.api == "completions" and r.output_tokens == 4 and r.ttft_s >= 0.049 and len(r.itl_s) == 3

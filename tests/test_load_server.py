@@ -19,11 +19,11 @@ from vllm_runbooks.target import TargetHandle
 
 #: the demo's caps (scripts/demo.py uses the same; see the issue-11 report).
 DEMO_PARAMETERS = dict(
-    max_concurrency=8,
-    level_requests=8,
+    max_concurrency=32,  # past the target's max_num_seqs=16: the ramp finds a real knee
+    level_requests=32,
     level_seconds=10.0,
     stage_seconds=20.0,
-    max_requests=150,
+    max_requests=300,
     max_seconds=80.0,
     same_prefix_requests=3,
     same_prefix_tokens=256,

@@ -76,7 +76,7 @@ def test_slow_server_is_stopped_by_the_over_saturation_test_before_the_cap(slow:
     assert reached[-1] < 32, reached
     assert ramp.levels[-1].saturation.saturated and "over-saturated" in ramp.ended_by
     assert res.knee_concurrency is not None and res.knee_concurrency < reached[-1]
-    assert res.ramp_levels()[-1].saturation.slope >= 0.7
+    assert res.ramp_levels()[-1].saturation.slope >= 0.8
 
 
 def test_global_caps_hold_and_say_so(healthy: StreamServer) -> None:
@@ -233,3 +233,14 @@ def test_nvml_is_sampled_with_metrics_for_a_local_endpoint(
     assert res.totals["nvml"] == "NVML sampled during every stage"
     off = run(Config(endpoint=healthy.base_url, stages=["health", "ramp"], max_concurrency=1, nvml=False, **QUICK))
     assert all(s.gpu_mem_used_mib is None for s in off.metrics) and "off" in off.totals["nvml"]
+
+
+def test_slo_finds_the_knee_below_the_cap_without_a_warning(slow: StreamServer) -> None:
+    cfg = Config(endpoint=slow.base_url, max_concurrency=16, stages=["health", "ramp"], slo_ttft_ms=30, **QUICK)
+    res = run(cfg, quiet=True)
+    ramp = res.stage("ramp")
+    assert "SLO" in ramp.ended_by and ramp.levels[-1].concurrency < 16
+    assert res.knee_concurrency is not None and res.knee_concurrency < ramp.levels[-1].concurrency
+    assert ramp.status == StageStatus.PASS and res.verdict == "pass"  # capacity found, not stress
+    degraded = run(Config.from_dict({**cfg.to_dict(), "min_knee_concurrency": 16}), quiet=True)
+    assert degraded.verdict == "degraded" and "min_knee_concurrency" in degraded.reason

@@ -295,7 +295,10 @@ def import_results(config: Any) -> LoadCheckResult:
         lv = LevelResult(level, summary, "imported", Signals())
         results.append(lv)
         lv.saturation = over_saturation(
-            [x.point() for x in results], window=config.saturation_window, min_slope=config.saturation_slope
+            [x.point() for x in results],
+            window=config.saturation_window,
+            min_slope=config.saturation_slope,
+            max_efficiency=config.saturation_max_efficiency,
         )
         all_records.extend(records)
         labels.append(label)

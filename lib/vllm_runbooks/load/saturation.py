@@ -56,7 +56,7 @@ def log_slope(xs: list[float], ys: list[float]) -> float | None:
 
 
 def over_saturation(
-    points: list[LevelPoint], *, window: int = 3, min_slope: float = 0.7, max_efficiency: float = 0.5
+    points: list[LevelPoint], *, window: int = 3, min_slope: float = 0.8, max_efficiency: float = 0.5
 ) -> SaturationTest:
     """Apply the test to the last ``window`` levels with completed requests."""
     usable = [p for p in points if p.completed and p.ttft_p50_ms and p.requests_per_s]

@@ -48,8 +48,9 @@ class Config(Record):
     max_error_rate: float = 0.05
     min_requests_for_stop: int = 8
     kv_stop_fraction: float = 0.98
-    saturation_slope: float = 0.7
+    saturation_slope: float = 0.8  # a queueing server gives ~1; healthy ~0 (noise on a busy CPU target ~0.7)
     saturation_window: int = 3
+    saturation_max_efficiency: float = 0.5  # throughput gain / concurrency gain at or below this: saturated
     min_knee_concurrency: int = 1
     # global caps
     max_requests: int = 600
@@ -68,6 +69,7 @@ class Config(Record):
     ramp_factor: float = 2.0
     level_requests: int = 24
     level_seconds: float = 30.0
+    level_warmup_requests: int = 2  # first requests of each ramp level, excluded from its figures
     metrics_interval_s: float = 1.0
     nvml: bool = True  # sample GPU memory with NVML when the endpoint is on this machine
     seed: int = 0
@@ -108,7 +110,8 @@ def plan(config: Config) -> dict[str, Any]:
     """What the run will do at most: stages, their caps, estimated tokens. Printed before any request."""
     tokens_in = int(config.input_words * 1.3) + 12
     levels = ramp_levels(config.max_concurrency, config.ramp_factor)
-    ramp_req = sum(max(config.level_requests, 2 * c) for c in levels)
+    per_level = [max(config.level_requests, 2 * c) for c in levels]
+    ramp_req = sum(n + max(0, min(config.level_warmup_requests, n // 4)) for n in per_level)
     stages: dict[str, dict[str, Any]] = {
         "health": {"requests": 0, "note": "GET /health, /v1/models, /version"},
         "single_short": {"requests": 1, "est_tokens": tokens_in + config.max_tokens},
