@@ -155,3 +155,23 @@ def test_compiled_database_cache_rebuilds_a_corrupt_entry(tmp_path: Path, monkey
     again = dbcache.default_compiled()  # read back from disk this time
     assert again is not first and again.patterns == first.patterns
     assert dbcache.cache_key(default_signatures_bytes() + b"\n# edit", "hyperscan") != key
+
+
+def test_healthy_on_a_cut_log_is_at_most_likely_and_names_the_unread_part() -> None:
+    text = "INFO 01-01 00:00:00 [core.py:1] # GPU blocks: 1381\n" + SERVING
+    tail = "ERROR 01-01 00:00:09 [core.py:9] CUDA error: an illegal memory access was encountered\n"
+    d = diagnose_text(text + tail, max_bytes=len(text))
+    assert d.truncated and d.label == "healthy"
+    assert d.confidence == "likely"
+    assert f"after the first {len(text):,} bytes" in d.would_decide
+
+
+def test_healthy_with_cut_long_lines_is_at_most_likely() -> None:
+    from vllm_runbooks.logs.verdict import decide
+
+    d = diagnose_text("INFO 01-01 00:00:00 [core.py:1] # GPU blocks: 1381\n" + SERVING)
+    assert (d.label, d.confidence) == ("healthy", "decisive")
+    d.long_lines = 2  # as the reader reports lines longer than MAX_LINE_BYTES
+    d = decide(d)
+    assert (d.label, d.confidence) == ("healthy", "likely")
+    assert "2 over-long line(s)" in d.would_decide

@@ -9,6 +9,9 @@ project's rule that a log is never called ``healthy`` without proof. Order of de
    every one of them (then ``healthy``, ``likely``, the warnings listed);
 4. proof that the server answered, nothing failure-looking -> ``healthy``;
 5. otherwise ``inconclusive``, saying what evidence would decide.
+
+``healthy`` on a log that was not read whole (stopped at the byte cap, over-long lines cut) is at
+most ``likely``: the unread part may hold the failure, and ``would_decide`` names it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,16 @@ def _ev(f: LogFinding, role: str) -> dict[str, object]:
 
 def _rank(f: LogFinding) -> tuple[int, int]:
     return (-f.priority, f.line)
+
+
+def _unread_part(d: LogDiagnosis) -> str:
+    """What of the log was not read, in words ('' when it was read whole)."""
+    parts = []
+    if d.truncated:
+        parts.append(f"everything after the first {d.bytes_scanned:,} bytes")
+    if d.long_lines:
+        parts.append(f"the rest of {d.long_lines} over-long line(s) that were cut")
+    return "; ".join(parts)
 
 
 def decide(d: LogDiagnosis) -> LogDiagnosis:
@@ -86,6 +99,10 @@ def decide(d: LogDiagnosis) -> LogDiagnosis:
         d.label = "healthy"
         d.confidence = "likely" if soft else "decisive"
         d.evidence = [_ev(serving[0], "proof")] + [_ev(f, "noted") for f in soft[: MAX_EVIDENCE - 1]]
+        unread = _unread_part(d)
+        if unread:  # a failure may hide in what was not read: healthy is then never decisive
+            d.confidence = "likely"
+            d.would_decide = f"the part of the log that was not read ({unread}): read the whole log"
         return d
     d.label, d.confidence = INCONCLUSIVE, "inconclusive"
     d.evidence = [_ev(f, "progress") for f in progress[-3:]]
