@@ -337,15 +337,15 @@ def run_runbook(
     short = _TEMPLATE_RE.match(template.name).group(2)  # type: ignore[union-attr]
     # Everything that can be refused is refused before the run directory is touched.
     checked = check_parameters(short, declared_parameters(template), dict(parameters or {}))
+    # Parameters are redacted before papermill writes them into the notebook: a secret passed
+    # by mistake (an --api-key in a launch command) must not land in shared evidence.
+    params = redact_parameters(checked)
+    _refuse_altered_targets(checked, params)
     run_path = check_run_dir(Path(run_dir)) if run_dir else new_run_dir()
     output = run_path / template.name
     if output.exists():
         raise RunbookError(f"{output} already exists: a run never overwrites another; use a new --run-dir")
     _check_run_json(run_path)
-    # Parameters are redacted before papermill writes them into the notebook: a secret passed
-    # by mistake (an --api-key in a launch command) must not land in shared evidence.
-    params = redact_parameters(checked)
-    _refuse_altered_targets(checked, params)
     _keep_real_paths(checked, params)
     params["run_dir"] = str(run_path)
 
@@ -418,7 +418,11 @@ def run_suite(
 
 
 #: Parameters the runbooks act on (not just record): redacting them would silently change what is tested.
-TARGET_PARAMETERS = ("endpoint",)
+TARGET_PARAMETERS = ("endpoint", "ray_address")
+
+#: Commands the runbooks execute (not just record, as ``launch_command`` is): redacting a
+#: credential in them would run a different command, keeping it would write it into the evidence.
+COMMAND_PARAMETERS = ("restart_command",)
 
 
 def _refuse_altered_targets(raw: Mapping[str, Any], redacted: Mapping[str, Any]) -> None:
@@ -428,10 +432,18 @@ def _refuse_altered_targets(raw: Mapping[str, Any], redacted: Mapping[str, Any])
                 f"parameter {key!r} carries a credential (user:password@ or a token in the URL); "
                 "give the URL without it and put the key in the variable named by api_key_env"
             )
+    for key in COMMAND_PARAMETERS:
+        if key in raw and raw[key] != redacted.get(key):
+            raise RunbookError(
+                f"parameter {key!r} carries a credential (a token, password or key in the command); "
+                "it would run with the credential redacted: pass secrets through an environment "
+                "variable the command reads (e.g. KUBECONFIG, DOCKER_CONFIG) instead"
+            )
 
 
-#: Parameters naming files the runbook reads: a path that exists is used as given (redacting
-#: ``/data/key=abc/bundle`` would make the runbook read a path that does not exist).
+#: Parameters naming files the runbook reads whose names the rule in :func:`is_path_parameter`
+#: does not catch: a path that exists is used as given (redacting ``/data/key=abc/bundle`` would
+#: make the runbook read a path that does not exist).
 PATH_PARAMETERS = (
     "source",
     "log_paths",
@@ -441,14 +453,31 @@ PATH_PARAMETERS = (
     "requests_jsonl",
     "nccl_tests_file",
     "server_log",
+    "results_file",
+    "baseline_dir",
+    "record_of",
+    "bundles",
+    "runs_dir",
+    "rules_file",
+    "restart_target_root",
 )
+
+#: Name endings that mark a path parameter in a new template without editing this module.
+PATH_SUFFIXES = ("_file", "_files", "_dir", "_dirs", "_path", "_paths", "_log", "_root", "_jsonl")
+
+
+def is_path_parameter(name: str) -> bool:
+    """Whether parameter ``name`` names files or folders (listed, or by the naming rule)."""
+    return name in PATH_PARAMETERS or name.endswith(PATH_SUFFIXES)
 
 
 def _keep_real_paths(raw: Mapping[str, Any], params: dict[str, Any]) -> None:
-    for key in PATH_PARAMETERS:
+    for key in raw:
+        if not is_path_parameter(key):
+            continue
         value = raw.get(key)
         values = value if isinstance(value, list) else [value]
-        if key in raw and value != params.get(key) and all(isinstance(v, str) and os.path.exists(v) for v in values):
+        if value != params.get(key) and all(isinstance(v, str) and os.path.exists(v) for v in values):
             params[key] = value
 
 

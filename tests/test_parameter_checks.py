@@ -1,0 +1,168 @@
+"""Review #7: parameters the runbooks act on are never changed by redaction before use.
+
+A command that would run with ``<redacted>`` in it is refused (exit 2, use an environment
+variable); a path parameter holding ``key=...`` is used as given when it exists; and every
+parameter of every shipped template is classified, so a new path parameter cannot be missed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vllm_runbooks import runner
+from vllm_runbooks.cli import exit_codes, main
+
+#: Parameters of the shipped templates that do NOT name files or folders the runbook reads.
+#: A new parameter must be added here or be path-like (runner.is_path_parameter): the test below
+#: fails otherwise, so nobody forgets to decide.
+NOT_PATHS = {
+    "adopted_path",  # a decision path of runbook 02 (matches the naming rule; harmless: kept only if it exists)
+    "api_key_env",
+    "brand",
+    "can_maintain_custom_build",
+    "collector_timeout_s",
+    "compat_libs",
+    "compute_capability",
+    "container",
+    "driver_version",
+    "endpoint",
+    "few_nodes",
+    "gpu_count",
+    "gpu_name",
+    "image",
+    "image_cuda",
+    "image_ref",
+    "image_tools_requests",
+    "input_words",
+    "isolated_environment_available",
+    "latency_regression_pct",
+    "launch_command",
+    "level_requests",
+    "level_seconds",
+    "long_context_tokens",
+    "maintenance_window_available",
+    "max_concurrency",
+    "max_error_rate",
+    "max_requests",
+    "max_runs",
+    "max_seconds",
+    "max_tokens",
+    "metrics_interval_s",
+    "min_knee_concurrency",
+    "model",
+    "node_timeout_s",
+    "nvidia_require_cuda",
+    "nvml",
+    "pid",
+    "probe_container",
+    "probe_image",
+    "profile",
+    "ray_address",
+    "recovery_deadline_hours",
+    "reevaluate_days",
+    "request_timeout_s",
+    "requests",
+    "restart_command",
+    "restart_count",
+    "restart_target",
+    "retention_check",
+    "rollback_store",  # recorded (redacted), never read
+    "same_prefix_requests",
+    "same_prefix_tokens",
+    "seed",
+    "shared_nodes_can_stop",
+    "shared_prompt_tokens",
+    "slo_tpot_ms",
+    "slo_ttft_ms",
+    "stage_seconds",
+    "stages",
+    "step_timeout_s",
+    "today",
+    "tool_accuracy_drop",
+    "tool_accuracy_threshold",
+    "tool_calls",
+    "wave_size",
+    "want_prefix_caching",
+    "watch_hours",
+    "workers",
+}
+
+ADDED_BY_REVIEW = (
+    "results_file",
+    "baseline_dir",
+    "record_of",
+    "bundles",
+    "runs_dir",
+    "rules_file",
+    "restart_target_root",
+)
+
+
+def _declared() -> dict[str, set[str]]:
+    return {name: set(runner.declared_parameters(path)) for name, path in runner.available_runbooks().items()}
+
+
+def test_every_parameter_of_every_template_is_classified_path_or_not() -> None:
+    declared = _declared()
+    assert len(declared) >= 8
+    unclassified = {
+        (book, p)
+        for book, params in declared.items()
+        for p in params
+        if not runner.is_path_parameter(p) and p not in NOT_PATHS
+    }
+    assert not unclassified, (
+        f"decide whether these name files (runner.PATH_PARAMETERS) or not (NOT_PATHS): {unclassified}"
+    )
+    everything = set().union(*declared.values())
+    stale = NOT_PATHS - everything
+    assert not stale, f"NOT_PATHS lists parameters no template has: {stale}"
+
+
+@pytest.mark.parametrize("key", ADDED_BY_REVIEW)
+def test_path_parameters_with_key_equals_are_used_as_given(tmp_path: Path, key: str) -> None:
+    real = tmp_path / "key=abc123def" / "thing"
+    real.mkdir(parents=True)
+    value: object = [str(real)] if key == "bundles" else str(real)
+    raw = {key: value}
+    params = runner.redact_parameters(raw)
+    assert params != raw  # the redactor alone would break the path
+    runner._keep_real_paths(raw, params)
+    assert params == raw
+
+
+def test_a_path_that_does_not_exist_stays_redacted() -> None:
+    raw = {"results_file": "/nowhere/key=abc123def/r.json"}
+    params = runner.redact_parameters(raw)
+    runner._keep_real_paths(raw, params)
+    assert "abc123def" not in str(params)
+
+
+def test_restart_command_with_a_credential_is_refused_before_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    code = main(
+        [
+            "run",
+            "load_check",
+            "-r",
+            "restart_command",
+            "kubectl --token=abcdef1234567890 rollout restart deploy/vllm",
+            "--run-dir",
+            str(run_dir),
+            "--no-progress",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == exit_codes.REFUSED
+    assert "restart_command" in err and "environment variable" in err
+    assert "abcdef1234567890" not in err
+    assert not run_dir.exists()
+
+
+def test_restart_command_without_a_credential_is_not_refused() -> None:
+    raw = {"restart_command": "docker restart my-vllm"}
+    runner._refuse_altered_targets(raw, runner.redact_parameters(raw))
