@@ -3,7 +3,8 @@
 A scheduler that runs a runbook every night wants the result where its test reports already are.
 Each runbook becomes a ``<testsuite>``; inside it, one ``<testcase>`` per check:
 
-* ``execution`` — an ``<error>`` when a cell raised (the notebook is saved all the same);
+* ``execution`` — an ``<error>`` when a cell raised (the notebook is saved all the same) or the
+  run was refused; ``<skipped>`` when ``suite`` did not run it (the reason is the message);
 * ``verdict`` — a ``<failure>`` when the verdict is one the schedule does not accept
   (``--fail-on-verdict``), or when the runbook recorded no verdict at all;
 * one per step the headline reports (figures ``steps`` / ``stages`` / ``checks``: a mapping of
@@ -86,6 +87,11 @@ def runbook_suite(result: Any, fail_on_verdict: Iterable[str] = ()) -> ET.Elemen
             ET.SubElement(props, "property", name=key, value=_text(value))
 
     execution = _case(suite, classname, "execution", data.get("duration_s"))
+    if data.get("status") == "skipped":  # the suite did not run it, and said why: not a red test
+        _mark(execution, "skipped", data.get("error") or "not run")
+        _mark(_case(suite, classname, "verdict"), "skipped", "not run")
+        _count(suite)
+        return suite
     if data.get("status") != "ok":
         _mark(execution, "error", data.get("error") or "the runbook did not finish", data.get("notebook"))
 

@@ -48,8 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         default=[],
         metavar="VERDICT",
-        help=f"exit {exit_codes.VERDICT} when the runbook's verdict is one of these "
-        "(for schedulers: e.g. --fail-on-verdict fail incomplete)",
+        help=f"exit {exit_codes.VERDICT} when the runbook's verdict is one of these; the words differ "
+        "per runbook (README 'Verdict words'; e.g. canary_validation: fail incomplete, load_check: "
+        f"failing degraded); a word the runbook never gives is refused (exit {exit_codes.REFUSED})",
     )
     parser.add_argument(
         "--junit-xml",
@@ -74,6 +75,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     params.update({k: coerce_cli_value(v) for k, v in args.parameter})
     params.update(dict(args.raw_parameter))
     try:
+        check_fail_on_verdict([args.name], args.fail_on_verdict)
         result = run_runbook(args.name, params, args.run_dir, progress=not args.no_progress, kernel_name=args.kernel)
     except RunbookError as exc:
         if args.junit_xml:  # a refused scheduled run is still a red test in the CI, not a missing report
@@ -92,6 +94,53 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"vllm-runbooks: verdict {verdict!r} is one of --fail-on-verdict", file=sys.stderr)
         return exit_codes.VERDICT
     return exit_codes.OK
+
+
+def verdict_vocabulary(runbook: str) -> tuple[str, ...]:
+    """The verdict words ``runbook`` can give: its result class's ``VERDICTS`` (``()`` when it has
+    no registered result, e.g. a local template)."""
+    from ..stage import result_class
+
+    try:
+        cls = result_class(runbook)
+    except KeyError:
+        return ()
+    return tuple(getattr(cls, "VERDICTS", ()) or ())
+
+
+def check_fail_on_verdict(runbooks: Sequence[str], words: Sequence[str]) -> None:
+    """Refuse ``--fail-on-verdict`` words none of ``runbooks`` can give.
+
+    Why: the words differ per runbook (``failing`` for load_check, ``fail`` for the canary), and a
+    misspelt word never fires: the scheduled run would stay green on exactly the verdict it was
+    meant to catch.
+    """
+    from ..runner import RunbookError
+
+    if not words:
+        return
+    vocab = {name: verdict_vocabulary(name) for name in runbooks}
+    known = {w for words_of in vocab.values() for w in words_of}
+    if not known:
+        return  # nothing to check against (no runbook here has a registered result)
+    unknown = [w for w in words if w not in known]
+    if unknown:
+        valid = "; ".join(f"{name}: {' '.join(v)}" for name, v in vocab.items() if v)
+        raise RunbookError(
+            f"--fail-on-verdict {' '.join(unknown)}: not a verdict these runbooks give; valid words: {valid}"
+        )
+
+
+def verdict_table() -> str:
+    """README's 'Verdict words' table, made from the result classes (a test keeps them equal)."""
+    from ..runner import available_runbooks
+    from ..stage import RESULT_MODULES
+
+    names = list(available_runbooks()) + [n for n in RESULT_MODULES if n not in available_runbooks()]
+    rows = ["| runbook | verdict words |", "|---|---|"]
+    for name in (n for n in names if verdict_vocabulary(n)):
+        rows.append(f"| `{name}` | " + ", ".join(f"`{w}`" for w in verdict_vocabulary(name)) + " |")
+    return "\n".join(rows)
 
 
 def summarise(results: Sequence[Any]) -> str:

@@ -26,30 +26,87 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--cell-timeout", type=int, default=1800, help="seconds one cell may run before its runbook fails"
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--fail-on-verdict",
+        nargs="+",
+        default=[],
+        metavar="VERDICT",
+        help=f"exit {exit_codes.VERDICT} when a runbook's verdict is one of these (words differ per runbook: "
+        f"README 'Verdict words'; a word none of the suite's runbooks gives is refused, exit {exit_codes.REFUSED})",
+    )
+    parser.add_argument(
+        "--junit-xml",
+        metavar="PATH",
+        help="also write a JUnit XML report: one test suite per runbook, one test case per step/check",
+    )
     parser.set_defaults(func=cmd_suite)
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
-    """OK when every runbook ran (or was skipped with a reason); FAILED when one failed or was refused."""
-    from ..runner import load_param_file
-    from ..suite import run_suite
+    """OK when every runbook ran (or was skipped with a reason); FAILED when one failed or was refused;
+    VERDICT when all ran and a verdict is one of ``--fail-on-verdict``."""
+    from ..junit import write_junit
+    from ..runner import RunbookError, load_param_file
+    from ..suite import run_suite, suite_order
     from . import dump_json
+    from .run import check_fail_on_verdict
 
-    params = load_param_file(args.parameters_file)
+    try:
+        params = load_param_file(args.parameters_file)
+        check_fail_on_verdict([name for name, _ in suite_order(params)], args.fail_on_verdict)
+    except (RunbookError, FileNotFoundError) as exc:
+        if args.junit_xml:  # a refused scheduled suite is still a red test in the CI
+            write_junit(args.junit_xml, [{"name": "suite", "status": "refused", "error": str(exc)}])
+        raise
 
     def progress(entry: object) -> None:
         print(f"suite: {entry.name}: {entry.status}", file=sys.stderr, flush=True)  # type: ignore[attr-defined]
 
-    result = run_suite(
-        params,
-        args.run_dir,
-        args.baseline,
-        kernel_name=args.kernel,
-        on_entry=progress,
-        cell_timeout_s=args.cell_timeout,
-    )
+    try:
+        result = run_suite(
+            params,
+            args.run_dir,
+            args.baseline,
+            kernel_name=args.kernel,
+            on_entry=progress,
+            cell_timeout_s=args.cell_timeout,
+        )
+    except RunbookError as exc:
+        if args.junit_xml:
+            write_junit(args.junit_xml, [{"name": "suite", "status": "refused", "error": str(exc)}])
+        raise
+    if args.junit_xml:
+        write_junit(args.junit_xml, junit_results(result), args.fail_on_verdict)
     if args.format == "json":
         dump_json(result.to_dict())
     else:
         print("\n".join(result.lines()))
-    return exit_codes.OK if result.ok else exit_codes.FAILED
+    if not result.ok:
+        return exit_codes.FAILED
+    hits = [e for e in result.runbooks if e.verdict and e.verdict in args.fail_on_verdict]
+    if hits:
+        names = ", ".join(f"{e.name}={e.verdict}" for e in hits)
+        print(f"vllm-runbooks: verdict(s) {names} among --fail-on-verdict", file=sys.stderr)
+        return exit_codes.VERDICT
+    return exit_codes.OK
+
+
+def junit_results(result: object) -> list[dict]:
+    """One JUnit entry per suite runbook: its run.json entry when it ran (steps, duration,
+    headline), else what the suite knows (skipped or refused, with the reason)."""
+    from ..runner import load_run
+
+    try:
+        recorded = load_run(result.run_dir).get("runbooks", [])  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - an unreadable run.json still leaves the suite's own entries
+        recorded = []
+    latest = {b.get("name"): b for b in recorded if isinstance(b, dict)}
+    out = []
+    for entry in result.runbooks:  # type: ignore[attr-defined]
+        ran = latest.get(entry.name) if entry.status in ("ok", "failed") else None
+        if ran is not None:
+            out.append(ran)
+        else:
+            reason = entry.reason or entry.status
+            out.append({"name": entry.name, "status": entry.status, "error": reason, "notebook": entry.notebook})
+    return out
