@@ -166,3 +166,9 @@ def test_restart_command_with_a_credential_is_refused_before_running(
 def test_restart_command_without_a_credential_is_not_refused() -> None:
     raw = {"restart_command": "docker restart my-vllm"}
     runner._refuse_altered_targets(raw, runner.redact_parameters(raw))
+
+
+def test_a_ray_address_with_credentials_is_refused_not_rewritten() -> None:
+    raw = {"ray_address": "ray://admin:hunter2secret@head:10001"}
+    with pytest.raises(runner.RunbookError, match="environment variable"):
+        runner._refuse_altered_targets(raw, runner.redact_parameters(raw))

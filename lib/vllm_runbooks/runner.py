@@ -430,7 +430,8 @@ def _refuse_altered_targets(raw: Mapping[str, Any], redacted: Mapping[str, Any])
         if key in raw and raw[key] != redacted.get(key):
             raise RunbookError(
                 f"parameter {key!r} carries a credential (user:password@ or a token in the URL); "
-                "give the URL without it and put the key in the variable named by api_key_env"
+                "give the URL without it and pass the secret through an environment variable "
+                "(for an endpoint: the variable named by api_key_env)"
             )
     for key in COMMAND_PARAMETERS:
         if key in raw and raw[key] != redacted.get(key):
