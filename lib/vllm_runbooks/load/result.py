@@ -135,6 +135,11 @@ class LoadCheckResult(ResultMixin, Record):
     plan: dict[str, Any] = field(default_factory=dict)
     stages: list[StageOutcome] = field(default_factory=list)
     knee_concurrency: int | None = None
+    # the ramp reached the target concurrency (max_concurrency) at the knee, uncut by the global caps
+    target_concurrency: int | None = None
+    target_concurrency_verified: bool = False
+    target_concurrency_reason: str = ""
+    warnings: list[str] = field(default_factory=list)
     slo: dict[str, Any] = field(default_factory=dict)
     metrics: list[MetricsSample] = field(default_factory=list)
     totals: dict[str, Any] = field(default_factory=dict)
@@ -194,6 +199,10 @@ class LoadCheckResult(ResultMixin, Record):
                 "model": self.model,
                 "reason": self.reason[:300],
                 "knee_concurrency": self.knee_concurrency,
+                "target_concurrency": self.target_concurrency,
+                "target_concurrency_verified": self.target_concurrency_verified,
+                "target_concurrency_reason": self.target_concurrency_reason[:300],
+                "warnings": self.warnings,
                 "goodput_per_s": knee.summary.goodput_per_s if knee else None,
                 "requests_per_s_at_knee": knee.summary.requests_per_s if knee else None,
                 "p95_ttft_ms_at_knee": knee.summary.ttft_ms.get("p95") if knee else None,
