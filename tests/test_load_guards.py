@@ -116,3 +116,20 @@ def test_target_concurrency_is_verified_only_at_the_target_and_uncut() -> None:
     assert not cut["verified"] and "global cap" in cut["reason"] and "max_requests" in cut["warning"]
     none = target_concurrency_check(16, None, None, None, "…")
     assert not none["verified"]
+
+
+def test_the_in_flight_stop_and_the_level_table_use_one_p95() -> None:
+    """Eight TTFTs where nearest-rank (2.5 s) and interpolated (1.66 s) p95 fall either side of a 2 s
+    SLO: the stop rule must not stop a level whose own figures then show it under the SLO."""
+    from vllm_runbooks.load.engine import Live
+    from vllm_runbooks.load.records import RequestRecord, summarise
+
+    ttfts = [0.1] * 7 + [2.5]
+    cfg = Config(endpoint="http://127.0.0.1:1", slo_ttft_ms=2000.0, min_requests_for_stop=8)
+    target = Target("http://127.0.0.1:1")
+    ctx = StageContext(cfg, target, EndpointClient(target.base_url), Budget(10, 10.0), 0.0)
+    live = Live(done=8, ok=8, ttfts=list(ttfts))
+    level_p95 = summarise([RequestRecord(i, ok=True, ttft_s=t, e2e_s=t) for i, t in enumerate(ttfts)]).ttft_ms["p95"]
+    stopped = ctx.stop_rules(1)(live)
+    ctx.client.close()
+    assert level_p95 is not None and (level_p95 > 2000.0) == (stopped is not None), (level_p95, stopped)
