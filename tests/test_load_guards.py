@@ -133,3 +133,13 @@ def test_the_in_flight_stop_and_the_level_table_use_one_p95() -> None:
     stopped = ctx.stop_rules(1)(live)
     ctx.client.close()
     assert level_p95 is not None and (level_p95 > 2000.0) == (stopped is not None), (level_p95, stopped)
+
+
+def test_load_tables_are_shown_through_the_shared_display_helpers() -> None:
+    from vllm_runbooks import display
+    from vllm_runbooks.load import result as load_result
+    from vllm_runbooks.load.result import LoadCheckResult
+
+    assert not hasattr(load_result, "Html")  # no package keeps its own HTML helpers
+    view = LoadCheckResult(source="x").stage_table()
+    assert isinstance(view, display.HtmlView) and "(none)" in view._repr_html_()
