@@ -175,7 +175,11 @@ def test_record_reads_runbook_05_stages_and_restarts(tmp_path: Path) -> None:
     head = {
         "runbook": "load_check",
         "verdict": "pass",
-        "figures": {"stages": {s["stage"]: s["status"] for s in stages}},
+        "figures": {
+            "stages": {s["stage"]: s["status"] for s in stages},
+            "target_concurrency_verified": True,
+            "target_concurrency_reason": "knee at concurrency 8 ≥ target concurrency 8",
+        },
     }
     entry = {
         "name": "load_check",

@@ -63,6 +63,7 @@ def test_healthy_server_passes_and_the_ramp_runs_to_its_cap(healthy: StreamServe
     assert [lv.concurrency for lv in ramp.levels] == [1, 2, 4, 8, 16]
     assert not any(lv.saturation and lv.saturation.saturated for lv in ramp.levels)
     assert res.knee_concurrency == 16 and "reached max_concurrency" in ramp.ended_by
+    assert res.target_concurrency_verified and res.target_concurrency == 16 and not res.warnings
     h = res.headline()
     assert h.verdict == "pass" and h.figures["knee_concurrency"] == 16
     assert h.figures["goodput_per_s"] > 0 and h.figures["p95_ttft_ms_at_knee"] >= 5
@@ -87,6 +88,10 @@ def test_global_caps_hold_and_say_so(healthy: StreamServer) -> None:
     assert capped, [(s.stage, s.reason, s.capped) for s in res.stages]
     ramp = res.stage("ramp")
     assert "max_requests=20" in (ramp.capped or "") or "global cap" in ramp.reason
+    # the ramp was cut: the target concurrency is not verified, and the result and its reason warn
+    assert not res.target_concurrency_verified and "global cap" in res.target_concurrency_reason
+    assert res.warnings and "warning: ramp cut by the global cap" in res.reason, res.reason
+    assert res.headline().figures["target_concurrency_verified"] is False
 
 
 def test_fault_classes_counted_the_stage_stops_and_the_run_completes(tmp_path: Path) -> None:
@@ -242,5 +247,6 @@ def test_slo_finds_the_knee_below_the_cap_without_a_warning(slow: StreamServer) 
     assert "SLO" in ramp.ended_by and ramp.levels[-1].concurrency < 16
     assert res.knee_concurrency is not None and res.knee_concurrency < ramp.levels[-1].concurrency
     assert ramp.status == StageStatus.PASS and res.verdict == "pass"  # capacity found, not stress
+    assert not res.target_concurrency_verified and "below the target concurrency 16" in res.reason
     degraded = run(Config.from_dict({**cfg.to_dict(), "min_knee_concurrency": 16}), quiet=True)
     assert degraded.verdict == "degraded" and "min_knee_concurrency" in degraded.reason

@@ -174,6 +174,17 @@ class NoFigure:
         return f"<p><em>{esc(self.name)}: no data ({esc(self.why)})</em></p>"
 
 
+class HtmlView:
+    """An HTML fragment (a table, a banner) as a cell result: a result method returns it so the
+    cell shows the table, where a bare string would show its markup."""
+
+    def __init__(self, html: str) -> None:
+        self.html = html
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+
 class FigureGroup:
     """Several figures shown by one cell (one per log, say), each offline-capable."""
 

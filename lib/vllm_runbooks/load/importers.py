@@ -317,6 +317,10 @@ def import_results(config: Any) -> LoadCheckResult:
     base.records = all_records
     base.slo = {"ttft_ms": config.slo_ttft_ms, "tpot_ms": config.slo_tpot_ms, "max_error_rate": config.max_error_rate}
     base.totals = {"requests": len(all_records), "imported_from": kind}
+    base.target_concurrency = config.max_concurrency
+    base.target_concurrency_reason = (
+        f"imported {kind} results: only a live ramp against the endpoint verifies the target concurrency"
+    )
     base.verdict, base.reason = verdict(base, config)
     return base
 

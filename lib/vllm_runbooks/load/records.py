@@ -68,16 +68,20 @@ class RequestRecord:
 def _ms(values: Sequence[float]) -> dict[str, float | None]:
     if not values:
         return {"mean": None, "p50": None, "p95": None, "p99": None}
-    arr = np.asarray(values, dtype=float) * 1000.0
-    out: dict[str, float | None] = {"mean": round(float(arr.mean()), 3)}
+    ms = [v * 1000.0 for v in values]
+    out: dict[str, float | None] = {"mean": round(float(np.mean(ms)), 3)}
     for p in PERCENTILES:
-        out[f"p{p}"] = round(float(np.percentile(arr, p)), 3)
+        out[f"p{p}"] = round(percentile(ms, p) or 0.0, 3)
     return out
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
-    """Linear-interpolated percentile (numpy's default, as ``vllm bench serve`` uses); None when empty."""
-    return float(np.percentile(np.asarray(values, dtype=float), q)) if values else None
+    """Linear-interpolated percentile (numpy's default, as ``vllm bench serve`` uses); None when empty.
+
+    The one percentile of the load check: the level figures, the knee and the in-flight stop rule
+    all use it, so a stop and the table it leaves behind agree.
+    """
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else None
 
 
 @dataclass

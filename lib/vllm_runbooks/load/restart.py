@@ -5,6 +5,12 @@ back after a restart is not ready for a pool that restarts replicas on every rol
 asked (``restart_count`` > 0), with the operator's own command (``docker restart my-vllm``,
 ``kubectl delete pod …``) run without a shell, or the embedded target's own stop/start. Every
 wait is bounded by ``timeout_s``.
+
+A command returning is not proof that the server restarted: ``kubectl rollout restart`` returns at
+once and the old pod keeps answering. A restart counts as done only when, after the command,
+``/health`` was seen failing, or the server's identity changed (``/version``, or the process start
+time from ``/metrics``' ``process_start_time_seconds``); else the attempt fails as "restart not
+observed".
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..records import Record
 from ..redact import redact_text
@@ -32,6 +39,23 @@ class RestartAttempt(Record):
     command_s: float | None = None
     returncode: int | None = None
     message: str = ""
+    observed: str = ""  # the evidence that a restart happened: health dropped, identity changed
+
+
+def server_identity(client: Any) -> str | None:
+    """What changes when the server process is replaced: ``/version`` and the process start time.
+
+    None when neither can be read (then only a health drop can prove a restart).
+    """
+    parts = []
+    version = client.version(timeout_s=2.0)
+    if version.ok and isinstance(version.data, dict) and version.data.get("version"):
+        parts.append(f"version={version.data['version']}")
+    scrape = client.metrics(timeout_s=3.0)
+    start = scrape.snapshot.value("process_start_time_seconds") if scrape.ok and scrape.snapshot else None
+    if start is not None:
+        parts.append(f"process_start={start:.3f}")
+    return " ".join(parts) or None
 
 
 def wait_healthy(health: Callable[[], bool], deadline: float, interval_s: float = 0.5) -> bool:
@@ -43,16 +67,56 @@ def wait_healthy(health: Callable[[], bool], deadline: float, interval_s: float 
     return health()
 
 
-def restart_with_command(command: str, health: Callable[[], bool], index: int, timeout_s: float) -> RestartAttempt:
-    """Run ``command`` (split like a shell would, but no shell), then wait for health."""
-    t0 = time.monotonic()
-    deadline = t0 + timeout_s
+def wait_restarted(
+    health: Callable[[], bool],
+    identity: Callable[[], str | None],
+    before: str | None,
+    deadline: float,
+    interval_s: float = 0.5,
+) -> tuple[bool, str]:
+    """Poll until the server is healthy AND a restart was seen (health dropped, or the identity
+    differs from ``before``), or ``deadline`` passes; returns (ok, what was observed or why not)."""
+    dropped = False
+    healthy = False
+    while True:
+        healthy = health()
+        if not healthy:
+            dropped = True
+        elif dropped:
+            return True, "health dropped, then came back"
+        elif before is not None:
+            now = identity()
+            if now is not None and now != before:
+                return True, f"server identity changed ({before} → {now})"
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        time.sleep(min(interval_s, left))  # polling interval, not a sync
+    if not healthy:
+        return False, "not healthy again"
+    how = "process start time and /version unchanged" if before else "no /version or process start time to compare"
+    return False, f"restart not observed: /health never failed and {how}"
+
+
+def restart_with_command(
+    command: str,
+    health: Callable[[], bool],
+    index: int,
+    timeout_s: float,
+    identity: Callable[[], str | None] | None = None,
+) -> RestartAttempt:
+    """Run ``command`` (split like a shell would, but no shell), then wait until the restart is
+    observed and the server healthy (see the module's docstring)."""
     try:
         argv = shlex.split(command)
     except ValueError as exc:
         return RestartAttempt(index, False, message=f"restart command does not parse: {exc}")
     if not argv:
         return RestartAttempt(index, False, message="restart command is empty")
+    ident = identity or (lambda: None)
+    before = ident()
+    t0 = time.monotonic()
+    deadline = t0 + timeout_s
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, errors="replace")
     except subprocess.TimeoutExpired:
@@ -63,14 +127,15 @@ def restart_with_command(command: str, health: Callable[[], bool], index: int, t
     if proc.returncode != 0:
         tail = redact_text((proc.stderr or proc.stdout or "")[-400:])
         return RestartAttempt(index, False, command_s=command_s, returncode=proc.returncode, message=tail)
-    ok = wait_healthy(health, deadline)
+    ok, seen = wait_restarted(health, ident, before, deadline)
     return RestartAttempt(
         index,
         ok,
         seconds_to_healthy=round(time.monotonic() - t0, 2) if ok else None,
         command_s=command_s,
         returncode=0,
-        message="" if ok else f"not healthy within {timeout_s:g} s of the restart",
+        message="" if ok else f"{seen} within {timeout_s:g} s of the restart command",
+        observed=seen if ok else "",
     )
 
 
@@ -100,7 +165,16 @@ def restart_embedded(name: str, index: int, timeout_s: float, root: str | Path |
     if not handle.ok:
         f = handle.failure
         return RestartAttempt(index, False, command_s=took, message=f"start failed: {f.kind if f else '?'}")
-    return RestartAttempt(index, True, seconds_to_healthy=took, command_s=took, returncode=0)
+    return RestartAttempt(
+        index, True, seconds_to_healthy=took, command_s=took, returncode=0, observed="stopped, then started again"
+    )
 
 
-__all__ = ["RestartAttempt", "restart_embedded", "restart_with_command", "wait_healthy"]
+__all__ = [
+    "RestartAttempt",
+    "restart_embedded",
+    "restart_with_command",
+    "server_identity",
+    "wait_healthy",
+    "wait_restarted",
+]

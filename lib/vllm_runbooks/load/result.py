@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..display import banner, esc, html_table
+from ..display import HtmlView, banner, esc, html_table
 from ..records import Record
 from ..stage import Headline, ResultMixin, register_result
 from .records import RequestRecord, Summary
@@ -25,16 +25,6 @@ VERDICTS = ("pass", "degraded", "failing", "inconclusive")
 RESULT_FILE = "load/load_check.json"
 RECORDS_FILE = "load/requests.jsonl"
 VERDICT_TONE = {"pass": "good", "degraded": "warn", "failing": "bad", "inconclusive": "unknown"}
-
-
-class Html:
-    """A fragment of HTML as a cell result (tables the notebook shows on their own)."""
-
-    def __init__(self, html: str) -> None:
-        self.html = html
-
-    def _repr_html_(self) -> str:
-        return self.html
 
 
 class StageStatus(enum.StrEnum):
@@ -135,6 +125,11 @@ class LoadCheckResult(ResultMixin, Record):
     plan: dict[str, Any] = field(default_factory=dict)
     stages: list[StageOutcome] = field(default_factory=list)
     knee_concurrency: int | None = None
+    # the ramp reached the target concurrency (max_concurrency) at the knee, uncut by the global caps
+    target_concurrency: int | None = None
+    target_concurrency_verified: bool = False
+    target_concurrency_reason: str = ""
+    warnings: list[str] = field(default_factory=list)
     slo: dict[str, Any] = field(default_factory=dict)
     metrics: list[MetricsSample] = field(default_factory=list)
     totals: dict[str, Any] = field(default_factory=dict)
@@ -194,6 +189,10 @@ class LoadCheckResult(ResultMixin, Record):
                 "model": self.model,
                 "reason": self.reason[:300],
                 "knee_concurrency": self.knee_concurrency,
+                "target_concurrency": self.target_concurrency,
+                "target_concurrency_verified": self.target_concurrency_verified,
+                "target_concurrency_reason": self.target_concurrency_reason[:300],
+                "warnings": self.warnings,
                 "goodput_per_s": knee.summary.goodput_per_s if knee else None,
                 "requests_per_s_at_knee": knee.summary.requests_per_s if knee else None,
                 "p95_ttft_ms_at_knee": knee.summary.ttft_ms.get("p95") if knee else None,
@@ -233,19 +232,19 @@ class LoadCheckResult(ResultMixin, Record):
         """The per-stage table (count, errors by class, percentiles, tokens/s, goodput)."""
         return html_table([s.row() for s in self.stages])
 
-    def stage_table(self) -> Html:
+    def stage_table(self) -> HtmlView:
         """The per-stage table as a cell result."""
-        return Html(self.table())
+        return HtmlView(self.table())
 
-    def ramp(self) -> Html:
+    def ramp(self) -> HtmlView:
         """The ramp level by level: figures, the saturation test, server signals."""
-        return Html(self.ramp_table())
+        return HtmlView(self.ramp_table())
 
-    def plan_view(self) -> Html:
+    def plan_view(self) -> HtmlView:
         """The plan (caps, stages, estimated tokens) as a cell result."""
-        return Html(self.plan_html())
+        return HtmlView(self.plan_html())
 
-    def findings(self) -> Html:
+    def findings(self) -> HtmlView:
         """Per stage: what stopped it, what the global cap cut, server signals and log lines."""
         rows = []
         for s in self.stages:
@@ -263,7 +262,7 @@ class LoadCheckResult(ResultMixin, Record):
                     "details": json.dumps(s.details, default=str)[:300] if s.details else None,
                 }
             )
-        return Html(html_table(rows))
+        return HtmlView(html_table(rows))
 
     def ramp_table(self) -> str:
         """The ramp table's HTML (see ``ramp``)."""

@@ -32,6 +32,43 @@ STAGE_COUNTERS = (
 )
 
 
+#: every numeric load setting's allowed range (low, high), inclusive. The ceilings keep a run that a
+#: parameter typo would make unbounded (10 million requests, a week of ramp, 100 restarts) from
+#: starting at all: a run needing more is a benchmark, not a readiness check.
+LIMITS: dict[str, tuple[float, float]] = {
+    "max_requests": (1, 100_000),
+    "max_seconds": (1, 6 * 3600),
+    "stage_seconds": (1, 3600),
+    "request_timeout_s": (0.1, 3600),
+    "max_concurrency": (1, 1024),
+    "ramp_factor": (1.25, 16),
+    "level_requests": (1, 10_000),
+    "level_seconds": (1, 3600),
+    "level_warmup_requests": (0, 1000),
+    "min_requests_for_stop": (1, 10_000),
+    "max_tokens": (1, 32_768),
+    "input_words": (1, 100_000),
+    "long_context_tokens": (16, 4_000_000),
+    "context_margin_tokens": (0, 1_000_000),
+    "same_prefix_tokens": (1, 1_000_000),
+    "same_prefix_requests": (1, 1000),
+    "image_tools_requests": (0, 1000),
+    "metrics_interval_s": (0, 3600),
+    "saturation_window": (2, 100),
+    "saturation_slope": (0, 100),
+    "saturation_max_efficiency": (0, 1),
+    "kv_stop_fraction": (0, 1),
+    "min_knee_concurrency": (1, 1024),
+    "max_error_rate": (0, 1),
+    "slo_ttft_ms": (1, 3_600_000),
+    "slo_tpot_ms": (0.01, 3_600_000),
+    "allreduce_timeout_s": (1, 3600),
+    "restart_count": (0, 20),
+    "max_restarts": (0, 20),
+    "restart_timeout_s": (1, 3600),
+}
+
+
 @dataclass
 class Config(Record):
     """Runbook 05's parameters. Every cap is a hard bound; the global ones hold over the stages'."""
@@ -91,14 +128,16 @@ class Config(Record):
     def problems(self) -> list[str]:
         """Settings that make the run meaningless or unbounded, as sentences."""
         out = []
-        for name in ("max_requests", "max_seconds", "max_concurrency", "level_requests", "stage_seconds"):
+        for name, (low, high) in LIMITS.items():
             value = getattr(self, name)
-            if not isinstance(value, int | float) or value <= 0:
-                out.append(f"{name} must be a positive number, not {value!r}")
-        if not 0 <= self.max_error_rate <= 1:
-            out.append(f"max_error_rate must be within 0..1, not {self.max_error_rate!r}")
-        if self.slo_ttft_ms <= 0:
-            out.append(f"slo_ttft_ms must be positive, not {self.slo_ttft_ms!r}")
+            if value is None and name in ("long_context_tokens", "slo_tpot_ms"):
+                continue  # optional: off
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                out.append(f"{name} must be a number within {low:g}..{high:g}, not {value!r}")
+            elif not low <= value <= high:  # NaN fails this too
+                out.append(f"{name}={value!r} is outside its limits {low:g}..{high:g} (load.stage.LIMITS)")
+        if 0 < (self.metrics_interval_s or 0) < 0.05:
+            out.append(f"metrics_interval_s={self.metrics_interval_s!r} is below 0.05 s (0 turns sampling off)")
         if self.restart_count and self.restart_command and self.restart_target:
             out.append("give restart_command or restart_target, not both")
         if not self.endpoint and not self.results_file:
@@ -289,6 +328,7 @@ def run(config: Config | None = None, *, quiet: bool = False, **overrides: Any) 
         plan=p,
         stages=outcomes,
         knee_concurrency=ctx.shared.get("knee"),
+        target_concurrency=config.max_concurrency,
         slo={"ttft_ms": config.slo_ttft_ms, "tpot_ms": config.slo_tpot_ms, "max_error_rate": config.max_error_rate},
         metrics=list(ctx.samples),
         totals={
@@ -300,7 +340,17 @@ def run(config: Config | None = None, *, quiet: bool = False, **overrides: Any) 
         config=config.to_dict(),
         records=ctx.records,
     )
+    check = ctx.shared.get("concurrency_check")
+    if check:
+        result.target_concurrency_verified = bool(check["verified"])
+        result.target_concurrency_reason = check["reason"]
+        if check.get("warning"):
+            result.warnings.append(check["warning"])
+    else:
+        result.target_concurrency_reason = "the ramp did not run: target concurrency not verified"
     result.verdict, result.reason = verdict(result, config, unreachable=bool(ctx.shared.get("unreachable")))
+    if result.warnings:
+        result.reason += "; warning: " + "; ".join(result.warnings)
     return result
 
 
@@ -335,7 +385,10 @@ def verdict(result: LoadCheckResult, config: Config, *, unreachable: bool = Fals
         return "degraded", f"knee at concurrency {k} < min_knee_concurrency {config.min_knee_concurrency}"
     if ramp is None or ramp.status == StageStatus.SKIP:
         return "inconclusive", "the ramp did not run: no knee" if ramp else "ramp not selected: no knee"
-    return "pass", f"every stage passed or skipped with its reason; knee at concurrency {k}"
+    reason = f"every stage passed or skipped with its reason; knee at concurrency {k}"
+    if not result.target_concurrency_verified:
+        reason += f"; not verified: {result.target_concurrency_reason}"
+    return "pass", reason
 
 
-__all__ = ["STAGE_COUNTERS", "Config", "format_plan", "plan", "run", "verdict"]
+__all__ = ["LIMITS", "STAGE_COUNTERS", "Config", "format_plan", "plan", "run", "verdict"]

@@ -8,11 +8,12 @@ to each other (7).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ..canary.steps.endpoint import IMAGE_REFUSAL
 from ..client import EndpointClient
-from .restart import RestartAttempt, restart_embedded, restart_with_command
+from .restart import RestartAttempt, restart_embedded, restart_with_command, server_identity
 from .result import StageStatus
 from .saturation import knee, over_saturation
 from .stages import StageContext, describe_errors, level_result, ramp_levels, register
@@ -92,16 +93,21 @@ def _restarts(ctx: StageContext) -> list[RestartAttempt]:
         ctx.client = EndpointClient(
             ctx.target.base_url, api_key_env=cfg.api_key_env, model=ctx.model, timeout_s=ctx.client.timeout_s
         )
+        began = time.monotonic()
         if cfg.restart_target:
             att = restart_embedded(cfg.restart_target, i, cfg.restart_timeout_s, cfg.restart_target_root)
         else:
             att = restart_with_command(
-                cfg.restart_command, lambda: ctx.client.health(timeout_s=2.0).ok, i, cfg.restart_timeout_s
+                cfg.restart_command,
+                lambda: ctx.client.health(timeout_s=2.0).ok,
+                i,
+                cfg.restart_timeout_s,
+                identity=lambda: server_identity(ctx.client),
             )
         out.append(att)
-        # restarts are bounded by restart_timeout_s each; the global caps are for load, so the time
-        # a restart took does not eat the load stages' budget
-        ctx.budget.started += att.command_s or 0.0
+        # restarts are bounded by restart_timeout_s each; the global caps are for load, so the whole
+        # attempt (command, wait for the restart to show, wait until healthy) is given back
+        ctx.budget.started += time.monotonic() - began
         if not att.ok:
             break
     return out
@@ -180,6 +186,7 @@ def ramp(ctx: StageContext) -> Any:
     levels = []
     stop_reason, capped = "", None
     saturated_at = None
+    cut_at: int | None = None  # the level the global caps cut (requests or seconds), if any
     summaries = []
     for conc in ramp_levels(cfg.max_concurrency, cfg.ramp_factor):
         want = max(cfg.level_requests, 2 * conc)
@@ -187,9 +194,12 @@ def ramp(ctx: StageContext) -> Any:
         run, summary, signals, cap = ctx.load(payloads, want + warm, conc, cfg.level_seconds, level=conc, warmup=warm)
         if run is None:
             capped = cap
+            cut_at = conc
             stop_reason = f"stopped before concurrency {conc}: {cap}"
             break
         capped = capped or cap
+        if cap and (run.ended_by != "completed" or len(run.records) < want + warm):
+            cut_at = conc
         lv = level_result(conc, run, summary, signals)
         levels.append(lv)
         summaries.append(summary)
@@ -230,6 +240,8 @@ def ramp(ctx: StageContext) -> Any:
     details = {"levels_planned": ramp_levels(cfg.max_concurrency, cfg.ramp_factor), "saturated_at": saturated_at}
     reached = levels[-1].concurrency if levels else 0
     ended = stop_reason or f"reached max_concurrency {cfg.max_concurrency}"
+    ctx.shared["concurrency_check"] = target_concurrency_check(cfg.max_concurrency, k, cut_at, capped, ended)
+    details["target_concurrency"] = ctx.shared["concurrency_check"]
     kw: dict[str, Any] = dict(summary=total, levels=levels, ended_by=ended, capped=capped, details=details)
     if not levels:
         return ctx.outcome(StageStatus.SKIP, stop_reason or "no level ran", **kw)
@@ -240,6 +252,28 @@ def ramp(ctx: StageContext) -> Any:
     stressed = bool(stop_reason) and not saturated_at and ("error rate" in stop_reason or "server:" in stop_reason)
     status = StageStatus.WARN if stressed else StageStatus.PASS
     return ctx.outcome(status, f"knee at concurrency {k} (reached {reached}); {ended}", **kw)
+
+
+def target_concurrency_check(
+    target: int, knee_at: int | None, cut_at: int | None, cap: str | None, ended: str
+) -> dict[str, Any]:
+    """Was the target concurrency (``max_concurrency``) verified? Only when the knee is at or above
+    it and no global cap (requests or seconds) cut the ramp: a ramp that passed at a lower knee, or
+    one the caps stopped early, proves capacity only up to where it got. A cap cut is a warning."""
+    out: dict[str, Any] = {"target": target, "knee": knee_at, "verified": False, "cut_by_cap": cut_at is not None}
+    if cut_at is not None:
+        out["reason"] = (
+            f"the global cap cut the ramp at concurrency {cut_at} ({cap or 'cap reached'}): "
+            f"target concurrency {target} not verified"
+        )
+        out["warning"] = f"ramp cut by the global cap at concurrency {cut_at}: raise max_requests / max_seconds"
+    elif knee_at is None:
+        out["reason"] = f"no level met the SLO without errors: target concurrency {target} not verified"
+    elif knee_at < target:
+        out["reason"] = f"knee at concurrency {knee_at} is below the target concurrency {target} ({ended})"
+    else:
+        out.update(verified=True, reason=f"knee at concurrency {knee_at} ≥ target concurrency {target}")
+    return out
 
 
 @register("image_tools", "Image and tool calls mixed in", 6)

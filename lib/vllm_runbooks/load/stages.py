@@ -16,7 +16,7 @@ from typing import Any
 from ..client import EndpointClient
 from ..records import utc_now
 from .engine import Live, LoadRun, LoadSpec, Payload, Target, run_async, run_coroutine
-from .records import RequestRecord, Summary, summarise
+from .records import RequestRecord, Summary, percentile, summarise
 from .result import LevelResult, StageOutcome, StageStatus
 from .sampler import MetricsSample, Signals, sampler_task, server_signals
 from .saturation import knee, over_saturation
@@ -100,8 +100,9 @@ class StageContext:
                 classes = ", ".join(f"{k}: {v}" for k, v in live.by_class.most_common(3))
                 return f"error rate {live.error_rate:.0%} > {cfg.max_error_rate:.0%} ({classes})"
             if slo and live.done >= min_n and live.done % 8 == 0 and live.ttfts:
-                ordered = sorted(live.ttfts)
-                p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+                # the same percentile as the level's figures (records.percentile), so a level is
+                # not stopped in flight on a p95 its own table then shows under the SLO
+                p95 = percentile(live.ttfts, 95) or 0.0
                 if p95 > slo_s:
                     return f"p95 TTFT {p95 * 1000:.0f} ms over the SLO of {cfg.slo_ttft_ms:g} ms"
             if len(samples) > first_sample:

@@ -338,17 +338,27 @@ def _scope(
     items.append(ScopeItem("communication", titles["communication"], ok, reason, ev))
 
     always = words["unverified_always"]
+    # Only runbook 05's own field says so: a passed ramp may have stopped below the target
+    # (SLO, saturation) or been cut by the global caps.
     conc, reason = _load_stage(run, "ramp")
     load = run.entry(LOAD_CHECK)
-    if conc and load is not None and load.verdict != "pass":
-        conc, reason = False, f"runbook 05 verdict {load.verdict!r}: {load.figures.get('reason') or ''}"
-    ev = _cite_load(run, cite, "stage ramp (to max_concurrency)", "pass") if conc else []
+    figures = load.figures if load is not None and isinstance(load.figures, dict) else {}
+    if conc is not None:
+        conc = figures.get("target_concurrency_verified") is True
+        why = str(figures.get("target_concurrency_reason") or "")
+        if not conc:
+            reason = "runbook 05 did not verify the target concurrency: " + (
+                why or "its result records no target_concurrency_verified (rerun runbook 05)"
+            )
+        else:
+            reason = f"runbook 05 verified the target concurrency: {why}"
+    ev = _cite_load(run, cite, "target_concurrency_verified", True) if conc else []
     items.append(
         ScopeItem(
             "production_concurrency",
             always["production_concurrency"],
             bool(conc and ev),
-            reason if not ev else "runbook 05 passed its ramp to the target concurrency",
+            reason,
             ev,
         )
     )

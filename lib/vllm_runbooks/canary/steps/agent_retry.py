@@ -18,7 +18,7 @@ import httpx
 
 from ..registry import Outcome, StepContext, describe_failure, failed, passed, register
 from ..toolcheck import check_call
-from .tools import TOOL_MAX_TOKENS, tool_suite
+from .tools import forced_call, tool_suite
 
 ABORT_FAMILY = "vllm:request_success"
 #: Lines read from the abandoned stream at most, and bytes per line: a hostile server cannot hold us.
@@ -80,12 +80,11 @@ def agent_retry(ctx: StepContext) -> Outcome:
     except ValueError as exc:
         return failed(str(exc))
     messages = [{"role": "user", "content": suite.prompts[0]}]
-    params = {"tools": suite.tools, "tool_choice": "required", "parallel_tool_calls": False}
+    params = forced_call(suite)
     before = _aborts(ctx)
     body = {
         "model": ctx.client._model(),  # the served model, resolved once per client
         "messages": messages,
-        "max_tokens": TOOL_MAX_TOKENS,
         "stream": True,
         **params,
     }
@@ -93,9 +92,7 @@ def agent_retry(ctx: StepContext) -> Outcome:
     ctx.time("abandoned_after", dropped.get("abandoned_after_s"))
     if dropped["error"]:
         return failed(f"the first (to be abandoned) request failed: {dropped['error']}", dropped)
-    retry = ctx.client.chat_stream(
-        messages, timeout_s=ctx.timeout, total_timeout_s=ctx.timeout, max_tokens=TOOL_MAX_TOKENS, **params
-    )
+    retry = ctx.client.chat_stream(messages, timeout_s=ctx.timeout, total_timeout_s=ctx.timeout, **params)
     ctx.time("retry", retry.e2e_s)
     health = ctx.client.health(timeout_s=ctx.timeout)
     ctx.time("health_after", health.elapsed_s)

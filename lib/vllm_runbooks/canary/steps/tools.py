@@ -33,6 +33,13 @@ def tool_suite(ctx: StepContext) -> ToolSuite:
     return ctx.shared["tool_suite"]
 
 
+def forced_call(suite: ToolSuite, name: str | None = None) -> dict[str, Any]:
+    """The request parameters of one forced tool call — ``required``, or the function ``name`` —
+    shared by steps 5, 6 and 6.5 so every step asks the server the same way (one call, bounded)."""
+    choice: Any = {"type": "function", "function": {"name": name}} if name else "required"
+    return {"tools": suite.tools, "tool_choice": choice, "parallel_tool_calls": False, "max_tokens": TOOL_MAX_TOKENS}
+
+
 def _call(ctx: StepContext, messages: list[dict[str, Any]], stream: bool, **params: Any) -> ChatResult:
     c = ctx.client
     if stream:
@@ -71,17 +78,8 @@ def tool_calling(ctx: StepContext) -> Outcome:
         if ctx.cancelled:  # abandoned by the runner: send nothing more
             acc.aborted = f"cancelled at the step deadline ({acc.requests} of {ctx.config.tool_calls} requests sent)"
             break
-        choice: Any = "required" if mode == "required" else {"type": "function", "function": {"name": name}}
         messages = [{"role": "user", "content": suite.prompts[i % len(suite.prompts)]}]
-        r = _call(
-            ctx,
-            messages,
-            stream,
-            tools=suite.tools,
-            tool_choice=choice,
-            parallel_tool_calls=False,
-            max_tokens=TOOL_MAX_TOKENS,
-        )
+        r = _call(ctx, messages, stream, **forced_call(suite, name if mode == "named" else None))
         acc.add_forced(i, mode, stream, r, suite, name, _failure_text(r))
         if r.ok:
             latencies["stream" if stream else "plain"].append(r.e2e_s)
@@ -175,15 +173,7 @@ def structured_agent(ctx: StepContext) -> Outcome:
                 problems.append(f"structured output violates its schema: {'; '.join(errs[:3])}")
 
     user = {"role": "user", "content": suite.prompts[0]}
-    first = _call(
-        ctx,
-        [user],
-        False,
-        tools=suite.tools,
-        tool_choice="required",
-        parallel_tool_calls=False,
-        max_tokens=TOOL_MAX_TOKENS,
-    )
+    first = _call(ctx, [user], False, **forced_call(suite))
     ctx.time("tool_call", first.e2e_s)
     evidence["tool_call"] = {"calls": [c.to_dict() for c in first.tool_calls], "failure": _failure_text(first)}
     round_trip: dict[str, Any] = {"accepted": False}

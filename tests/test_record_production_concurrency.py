@@ -1,0 +1,56 @@
+"""Runbook 06's "production concurrency" item is ticked only on runbook 05's own field.
+
+A ramp stage that passed is not enough: it passes when it stopped below max_concurrency at the SLO
+or at saturation, or when the global caps cut it. The record reads ``target_concurrency_verified``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vllm_runbooks.record import build_record
+from vllm_runbooks.runner import sha256_file
+
+STAGES = [{"stage": "ramp", "status": "pass", "reason": "knee at concurrency 4 (reached 8)"}]
+
+
+def _run(run_dir: Path, figures: dict) -> Path:
+    """A run folder as the runner leaves it: runbook 05's result plus run.json with its sha256."""
+    rel = "load/load_check.json"
+    (run_dir / "load").mkdir(parents=True)
+    (run_dir / rel).write_text(json.dumps({"schema": "load_check_result", "stages": STAGES}), encoding="utf-8")
+    head = {"runbook": "load_check", "verdict": "pass", "figures": {"stages": {"ramp": "pass"}, **figures}}
+    entry = {"name": "load_check", "status": "ok", "headline": head, "parameters": {"max_concurrency": 8}}
+    run = {"schema": "run", "run_id": run_dir.name, "runbooks": [entry], "artefacts": {rel: sha256_file(run_dir / rel)}}
+    (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    return run_dir
+
+
+def _item(run_dir: Path):
+    record = build_record(run_dir)
+    return next(s for s in record.verified + record.unverified if s.name == "production_concurrency")
+
+
+@pytest.mark.parametrize(
+    "figures",
+    [
+        {},  # an older result without the field
+        {"target_concurrency_verified": False, "target_concurrency_reason": "knee at concurrency 4 is below 8"},
+    ],
+)
+def test_a_passed_ramp_below_the_target_is_not_production_concurrency(tmp_path: Path, figures: dict) -> None:
+    item = _item(_run(tmp_path, figures))
+    assert not item.verified and not item.evidence
+    assert "did not verify the target concurrency" in item.reason
+    if figures:
+        assert "below 8" in item.reason
+
+
+def test_the_field_ticks_it_with_evidence(tmp_path: Path) -> None:
+    figures = {"target_concurrency_verified": True, "target_concurrency_reason": "knee at concurrency 8 ≥ target 8"}
+    item = _item(_run(tmp_path, figures))
+    assert item.verified and item.evidence and item.evidence[0].artefact == "load/load_check.json"
+    assert "knee at concurrency 8" in item.reason
