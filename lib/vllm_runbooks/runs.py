@@ -58,7 +58,7 @@ def summarise_run(run_dir: str | Path, verify: bool = False) -> RunSummary:
             continue
         name = str(entry.get("name", "?"))
         if entry.get("status") == "running":
-            state = _running_state(entry)
+            state = running_state(entry)
             verdicts[name] = state
             if state == "interrupted":
                 problems.append(f"{name} was interrupted (started {entry.get('started_at')}, never finished)")
@@ -82,7 +82,7 @@ def summarise_run(run_dir: str | Path, verify: bool = False) -> RunSummary:
     )
 
 
-def _running_state(entry: dict[str, Any]) -> str:
+def running_state(entry: dict[str, Any]) -> str:
     """``running`` while the process that wrote the entry is alive on this host, else ``interrupted``."""
     pid = entry.get("pid")
     if entry.get("host") != socket.gethostname() or not isinstance(pid, int) or pid <= 0:

@@ -185,8 +185,9 @@ def _remediation(view: RunView | None) -> dict[str, Any]:
 
 
 def _compat_file(view: RunView) -> str | None:
-    if view.exists("compat/decision.json") and "compat/decision.json" in view.manifest:
-        return "compat/decision.json"
+    found = view.artefact("compat/decision.json")  # the newest attempt the manifest lists
+    if found:
+        return found
     entry = view.entry("compatibility_decision")
     return entry.notebook if entry and entry.notebook and entry.notebook in view.manifest else None
 
@@ -224,13 +225,11 @@ def _adopted_path(
 
 # -- scope ---------------------------------------------------------------------------------------
 def _canary_file(run: RunView) -> str | None:
-    rel = "canary/canary_report.json"
-    return rel if run.exists(rel) and rel in run.manifest else None
+    return run.artefact("canary/canary_report.json")  # the newest attempt, as load_result reads it
 
 
 def _step_file(run: RunView, step: str) -> str | None:
-    rel = f"canary/steps/{step}.json"
-    return rel if run.exists(rel) and rel in run.manifest else _canary_file(run)
+    return run.artefact(f"canary/steps/{step}.json") or _canary_file(run)
 
 
 def _step_scope(run: RunView, steps: dict, name: str, cite: _Cite) -> tuple[bool, str, list[Citation]]:
@@ -261,7 +260,7 @@ LOAD_FILE = "load/load_check.json"
 
 def _load_stages(run: RunView) -> dict[str, dict[str, Any]]:
     """Runbook 05's stages by name (load/load_check.json; else the headline's status map)."""
-    data = run.read_json(LOAD_FILE) if LOAD_FILE in run.manifest else None
+    data = run.read_json(LOAD_FILE)  # newest listed attempt
     stages = data.get("stages") if isinstance(data, dict) else None
     if isinstance(stages, list):
         return {s["stage"]: s for s in stages if isinstance(s, dict) and isinstance(s.get("stage"), str)}
@@ -305,8 +304,9 @@ def _load_restarts(run: RunView) -> tuple[bool | None, str]:
 
 
 def _cite_load(run: RunView, cite: _Cite, what: str, value: Any) -> list[Citation]:
-    if LOAD_FILE in run.manifest and run.exists(LOAD_FILE):
-        return [cite(LOAD_CHECK, LOAD_FILE, what, value)]
+    rel = run.artefact(LOAD_FILE)
+    if rel:
+        return [cite(LOAD_CHECK, rel, what, value)]
     entry = run.entry(LOAD_CHECK)
     if entry and entry.notebook and entry.notebook in run.manifest:
         return [cite(LOAD_CHECK, entry.notebook, what, value)]
@@ -681,7 +681,7 @@ def _rollback(
         )
     load = run.entry(LOAD_CHECK)
     if load is not None:
-        saved = run.read_json(LOAD_FILE) if LOAD_FILE in run.manifest else None
+        saved = run.read_json(LOAD_FILE)
         config = saved.get("config") if isinstance(saved, dict) else None
         p = {**(config if isinstance(config, dict) else {}), **load.parameters}  # the limits 05 used
         conc = load.figures.get("knee_concurrency") or p.get("max_concurrency")
