@@ -142,10 +142,7 @@ class RunView:
             return None
 
     def evidence(self) -> tuple[Any, str]:
-        """Runbook 01's typed ``Evidence`` (through ``runs.load_result``) and, when None, why not.
-
-        A changed evidence file refuses the record, naming the file.
-        """
+        """Runbook 01's typed ``Evidence`` (through ``runs.load_result``) and, when None, why not."""
         if self._evidence is None:
             from ..runs import load_result
 
@@ -153,8 +150,9 @@ class RunView:
                 self._evidence = (load_result(self.path, "evidence_capture"), "")
             except FileNotFoundError:
                 self._evidence = (None, "runbook 01 left no evidence/evidence.json")
-            except ArtefactError as exc:
-                raise RecordRefused(str(exc)) from exc
+            except (TypeError, ValueError, AttributeError, KeyError) as exc:
+                # ArtefactError included; a changed file is refused earlier by verify_run
+                self._evidence = (None, f"runbook 01's evidence does not read ({exc})")
         return self._evidence
 
     def scraps(self, name: str) -> dict[str, Any]:
