@@ -799,12 +799,24 @@ def move_artefact(run_dir: Path, source: Path, target: Path) -> None:
 
 
 def is_run_bookkeeping(rel: Path) -> bool:
-    """Files of the run directory that are not artefacts: run.json itself, its lock, temp files."""
+    """Files of the run directory that are not artefacts: run.json itself, its lock, temp files.
+
+    Hidden ``.….tmp`` files anywhere are an atomic write in progress (``write_artefact``): listing
+    one would make the append-only manifest call the finished run "missing a file".
+    """
     name = rel.name
     return (
-        len(rel.parts) == 1
-        and (name in (RUN_JSON, LOCK_FILE) or name.startswith(f"{RUN_JSON}.unreadable-") or name.endswith(".json.tmp"))
-    ) or name.startswith(".write-test-")
+        (
+            len(rel.parts) == 1
+            and (
+                name in (RUN_JSON, LOCK_FILE)
+                or name.startswith(f"{RUN_JSON}.unreadable-")
+                or name.endswith(".json.tmp")
+            )
+        )
+        or name.startswith(".write-test-")
+        or (name.startswith(".") and name.endswith(".tmp"))
+    )
 
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:
