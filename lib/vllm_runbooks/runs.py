@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .records import Record
-from .runner import DEFAULT_RUNS_DIR, RUN_JSON, is_run_bookkeeping, read_run_json, run_json_digest, sha256_file
+from .runner import DEFAULT_RUNS_DIR, RUN_JSON, is_run_bookkeeping, read_run_json, run_json_edited, sha256_file
 
 
 @dataclasses.dataclass
@@ -100,8 +100,7 @@ def _verify(path: Path, data: dict[str, Any]) -> list[str]:
     """What no longer matches run.json: changed or missing artefacts, files the manifest does not
     list (a notebook left by a killed run), and run.json itself when its signature does not match."""
     found: list[str] = []
-    signature = data.get("signature")
-    if not isinstance(signature, dict) or signature.get("sha256") != run_json_digest(data):
+    if not isinstance(data.get("signature"), dict) or run_json_edited(data):
         found.append(f"{RUN_JSON} (edited: its signature does not match)")
     listed = data.get("artefacts") if isinstance(data.get("artefacts"), dict) else {}
     for rel, digest in listed.items():
