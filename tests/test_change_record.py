@@ -143,14 +143,15 @@ def test_markdown_escapes_table_cells_and_html_is_offline(tmp_path: Path) -> Non
 
 
 def _write_run(run_dir: Path, entries: list[dict], files: dict[str, dict]) -> None:
-    """A run directory as the runner leaves it: artefacts plus run.json with their sha256."""
-    from vllm_runbooks.runner import sha256_file
+    """A run directory as the runner leaves it: artefacts plus run.json with their sha256, signed."""
+    from vllm_runbooks.runner import run_json_digest, sha256_file
 
     for rel, data in files.items():
         (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         (run_dir / rel).write_text(json.dumps(data), encoding="utf-8")
     manifest = {rel: sha256_file(run_dir / rel) for rel in files}
     run = {"schema": "run", "run_id": run_dir.name, "runbooks": entries, "artefacts": manifest}
+    run["signature"] = {"sha256": run_json_digest(run)}
     (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
 
 

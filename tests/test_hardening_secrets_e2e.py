@@ -112,14 +112,11 @@ def test_every_planted_shape_stays_out_of_every_output(tmp_path: Path, capsys: p
 
     run_dir = tmp_path / "run"
     raw_logs = [str(bundle / "container-logs.txt"), str(bundle / "logs" / "serve.log.gz")]
-    results = runner.run_suite(
-        ["evidence_capture", "compatibility_decision"],
-        {
-            "evidence_capture": {"source": str(bundle), "launch_command": LAUNCH_PREFIX + "vllm serve k3"},
-            "compatibility_decision": {"log_paths": raw_logs},
-        },
-        run_dir,
-    )
+    sections = {
+        "evidence_capture": {"source": str(bundle), "launch_command": LAUNCH_PREFIX + "vllm serve k3"},
+        "compatibility_decision": {"log_paths": raw_logs},
+    }
+    results = [runner.run_runbook(name, params, run_dir) for name, params in sections.items()]
     assert [r.status for r in results] == ["ok", "ok"], [r.error for r in results]
     for r in results:
         print(r.to_json())

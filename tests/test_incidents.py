@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import INCIDENTS
-from vllm_runbooks.runner import load_run, run_suite
+from vllm_runbooks.runner import load_run, run_runbook
 from vllm_runbooks.runs import load_result
 
 PLOTLY = "application/vnd.plotly.v1+json"
@@ -17,14 +17,11 @@ pytestmark = pytest.mark.slow
 
 
 def _suite(incident: str, run_dir: Path, **decision_params: object) -> dict:
-    results = run_suite(
-        ["evidence_capture", "compatibility_decision"],
-        {
-            "evidence_capture": {"source": str(INCIDENTS / incident)},
-            "compatibility_decision": {"today": "2026-11-29", **decision_params},
-        },
-        run_dir,
-    )
+    sections = {
+        "evidence_capture": {"source": str(INCIDENTS / incident)},
+        "compatibility_decision": {"today": "2026-11-29", **decision_params},
+    }
+    results = [run_runbook(name, params, run_dir) for name, params in sections.items()]
     assert [r.status for r in results] == ["ok", "ok"], [r.error for r in results]
     return {r.name: r.headline for r in results}
 

@@ -15,7 +15,7 @@ import papermill as pm
 import pytest
 
 from conftest import REPO_ROOT
-from vllm_runbooks.runner import available_runbooks, load_run, run_suite
+from vllm_runbooks.runner import available_runbooks, load_run, run_runbook
 from vllm_runbooks.runs import load_result
 from vllm_runbooks.scraps import read_scraps
 from vllm_runbooks.stage import Headline, result_class
@@ -102,7 +102,8 @@ def test_run_json_holds_every_typed_headline_and_each_result_reads_back(tmp_path
     ``runs.load_result`` rebuilds each runbook's result from what it saved (nothing listens on the
     default endpoint, so 03 and 04 conclude incomplete / inconclusive, still typed)."""
     names = [name for name, _ in TEMPLATES]
-    results = run_suite(names, {"compatibility_decision": {"today": "2026-11-29"}}, tmp_path / "run")
+    params = {"compatibility_decision": {"today": "2026-11-29"}}
+    results = [run_runbook(name, params.get(name, {}), tmp_path / "run") for name in names]
     assert [r.status for r in results] == ["ok"] * len(names), [r.error for r in results]
     recorded = {e["name"]: e["headline"] for e in load_run(tmp_path / "run")["runbooks"]}
     for name in names:

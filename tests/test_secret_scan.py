@@ -1,4 +1,4 @@
-"""The user path leaks nothing: runbooks 01 and 02 through ``runner.run_suite`` on a bundle with
+"""The user path leaks nothing: runbooks 01 and 02 through ``runner.run_runbook`` on a bundle with
 planted secrets, given raw (un-redacted) parameters, and every file of the run directory scanned.
 
 Unlike ``test_evidence_runbook``, nothing here redacts on the test's behalf: the parameters go to
@@ -91,14 +91,11 @@ def test_user_path_leaks_no_planted_secret(tmp_path: Path) -> None:
         "HF_TOKEN=hf_kQ7pLm2XvR9tYw4ZsB8nC3dF6gH1jK5aE0uI vllm serve moonshotai/Kimi-K3 "
         f"--tensor-parallel-size 8 --api-key {PARAM_KEYS[0]} {PARAM_KEYS[1]} --port 8000"
     )
-    results = runner.run_suite(
-        ["evidence_capture", "compatibility_decision"],
-        {
-            "evidence_capture": {"source": str(bundle), "launch_command": launch, "collector_timeout_s": 60},
-            "compatibility_decision": {},
-        },
-        run_dir,
-    )
+    sections = {
+        "evidence_capture": {"source": str(bundle), "launch_command": launch, "collector_timeout_s": 60},
+        "compatibility_decision": {},
+    }
+    results = [runner.run_runbook(name, params, run_dir) for name, params in sections.items()]
     assert [r.status for r in results] == ["ok", "ok"], [r.error for r in results]
     assert results[0].headline and results[0].headline["verdict"] == "complete"
 

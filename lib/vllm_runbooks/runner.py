@@ -406,17 +406,6 @@ def run_runbook(
     return result
 
 
-def run_suite(
-    names: list[str],
-    parameters: Mapping[str, Mapping[str, Any]] | None = None,
-    run_dir: str | Path | None = None,
-    **kwargs: Any,
-) -> list[RunbookResult]:
-    """Several runbooks into one run directory, in the given order; continues past failures."""
-    run_path = Path(run_dir) if run_dir else new_run_dir()
-    return [run_runbook(name, (parameters or {}).get(name, {}), run_path, **kwargs) for name in names]
-
-
 #: Parameters the runbooks act on (not just record): redacting them would silently change what is tested.
 TARGET_PARAMETERS = ("endpoint", "ray_address")
 
@@ -486,12 +475,16 @@ def _keep_real_paths(raw: Mapping[str, Any], params: dict[str, Any]) -> None:
 RUN_JSON_MAX_BYTES = 64 * 1024 * 1024
 
 
-def read_run_json(path: Path) -> Any:
-    """run.json's content, bounded: ValueError when too big, too deep or not JSON; OSError when unreadable."""
+def read_run_json(path: Path, max_bytes: int = RUN_JSON_MAX_BYTES) -> Any:
+    """run.json's content, bounded: ValueError when too big, too deep or not JSON; OSError when unreadable.
+
+    The one run.json reader (runs, stage, record, history, console): a hostile run.json nested
+    200 000 deep is a ValueError here, never a RecursionError in a reader that forgot it.
+    """
     with path.open("rb") as handle:
-        raw = handle.read(RUN_JSON_MAX_BYTES + 1)
-    if len(raw) > RUN_JSON_MAX_BYTES:
-        raise ValueError(f"larger than {RUN_JSON_MAX_BYTES} bytes")
+        raw = handle.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise ValueError(f"larger than {max_bytes} bytes")
     try:
         return json.loads(raw.decode("utf-8"))
     except RecursionError:
@@ -511,6 +504,9 @@ def _check_run_json(run_dir: Path) -> None:
             raise ValueError("an entry of 'runbooks' is not an object")
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise RunbookError(f"{path} is unreadable ({exc}); it is left as it is: use a new --run-dir") from exc
+    edited = run_json_edited(data)
+    if edited:
+        raise RunbookError(f"{path}: {edited}; it is left as it is: use a new --run-dir")
 
 
 @contextlib.contextmanager
@@ -729,6 +725,9 @@ def _record_run_locked(run_dir: Path, entry: dict[str, Any], entry_id: str | Non
             data = read_run_json(path)
         except (OSError, UnicodeDecodeError, ValueError):
             data = None
+        edited = run_json_edited(data) if isinstance(data, dict) else None
+        if edited and isinstance(data, dict) and not data.get("edited"):
+            data["edited"] = f"{edited} (noticed {utc_now()})"  # sticky: re-signing must not hide it
         if not isinstance(data, dict) or not isinstance(data.get("runbooks"), list):
             # Broken since the run started: keep it beside, under a new name, and start afresh
             # rather than lose the result of a notebook that has already run.
@@ -750,20 +749,38 @@ def _record_run_locked(run_dir: Path, entry: dict[str, Any], entry_id: str | Non
     data["updated_at"] = utc_now()
     statuses = [b.get("status") if isinstance(b, dict) else "unreadable" for b in data["runbooks"]]
     data["status"] = "running" if "running" in statuses else "ok" if all(st == "ok" for st in statuses) else "failed"
-    # A notebook still being executed is not an artefact yet: hashing its claimed (empty or
-    # partial) file would make every later reader, runbook 06 included, call it altered.
+    data["artefacts"] = _append_manifest(run_dir, data)
+    return _write_run_json(path, data)
+
+
+def _append_manifest(run_dir: Path, data: dict[str, Any]) -> dict[str, str]:
+    """The sha256 manifest, append-only: a listed file keeps the hash it was recorded with.
+
+    Re-hashing listed files on every write would approve an artefact edited between two runbooks
+    (runbook 06 writes its ``running`` entry before it reads 01–05); a changed or removed listed
+    file therefore stays listed with its old hash, for ``verify_run`` to refuse. New files are
+    added. A notebook still being executed is not an artefact yet: hashing its claimed (empty or
+    partial) file would make every later reader, runbook 06 included, call it altered.
+    """
+    old = data.get("artefacts")
+    manifest = {str(k): str(v) for k, v in old.items()} if isinstance(old, dict) else {}
     in_progress = {
         Path(b["notebook"]).name
         for b in data["runbooks"]
         if isinstance(b, dict) and b.get("status") == "running" and isinstance(b.get("notebook"), str)
     }
-    data["artefacts"] = {
-        str(p.relative_to(run_dir)): sha256_file(p)
-        for p in sorted(run_dir.rglob("*"))
-        if p.is_file()
-        and not is_run_bookkeeping(p.relative_to(run_dir))
-        and not (p.parent == run_dir and p.name in in_progress)
-    }
+    for p in sorted(run_dir.rglob("*")):
+        rel = p.relative_to(run_dir)
+        if str(rel) in manifest or not p.is_file() or is_run_bookkeeping(rel):
+            continue
+        if p.parent == run_dir and p.name in in_progress:
+            continue
+        manifest[str(rel)] = sha256_file(p)
+    return manifest
+
+
+def _write_run_json(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """Redact, sign and atomically replace run.json (the lock is held by the caller)."""
     data.pop("signature", None)
     data = redact_obj(data)
     data["signature"] = {"sha256": run_json_digest(data), "covers": "run.json without this field"}
@@ -773,13 +790,63 @@ def _record_run_locked(run_dir: Path, entry: dict[str, Any], entry_id: str | Non
     return data
 
 
+def run_json_edited(data: Mapping[str, Any]) -> str | None:
+    """Why run.json is not as the runner wrote it (signature missing or wrong), or None.
+
+    A run.json without artefacts and signature (written by hand or by an older version before
+    anything was recorded) is not called edited.
+    """
+    if data.get("edited"):
+        return str(data["edited"])
+    signature = data.get("signature")
+    if signature is None and not data.get("artefacts"):
+        return None
+    if not isinstance(signature, dict) or signature.get("sha256") != run_json_digest(data):
+        return "run.json was edited after the runner wrote it (its signature does not match)"
+    return None
+
+
+def move_artefact(run_dir: Path, source: Path, target: Path) -> None:
+    """Move one file of a run (an earlier attempt set aside) and carry its manifest entry along.
+
+    The recorded hash moves with the file, so a moved file that was altered is still refused.
+    ``FileExistsError`` when ``target`` exists: nothing is overwritten (``os.link`` is exclusive).
+    """
+    with _run_lock(run_dir):
+        os.link(source, target)
+        source.unlink()
+        path = run_dir / RUN_JSON
+        try:
+            data = read_run_json(path) if path.exists() else None
+        except (OSError, UnicodeDecodeError, ValueError):
+            return  # unreadable: left as it is, readers refuse it naming run.json
+        if not isinstance(data, dict) or not isinstance(data.get("artefacts"), dict) or run_json_edited(data):
+            return  # nothing recorded yet, or edited: re-signing must not hide that
+        rel = str(source.relative_to(run_dir))
+        if rel in data["artefacts"]:
+            data["artefacts"][str(target.relative_to(run_dir))] = data["artefacts"].pop(rel)
+            _write_run_json(path, data)
+
+
 def is_run_bookkeeping(rel: Path) -> bool:
-    """Files of the run directory that are not artefacts: run.json itself, its lock, temp files."""
+    """Files of the run directory that are not artefacts: run.json itself, its lock, temp files.
+
+    Hidden ``.….tmp`` files anywhere are an atomic write in progress (``write_artefact``): listing
+    one would make the append-only manifest call the finished run "missing a file".
+    """
     name = rel.name
     return (
-        len(rel.parts) == 1
-        and (name in (RUN_JSON, LOCK_FILE) or name.startswith(f"{RUN_JSON}.unreadable-") or name.endswith(".json.tmp"))
-    ) or name.startswith(".write-test-")
+        (
+            len(rel.parts) == 1
+            and (
+                name in (RUN_JSON, LOCK_FILE)
+                or name.startswith(f"{RUN_JSON}.unreadable-")
+                or name.endswith(".json.tmp")
+            )
+        )
+        or name.startswith(".write-test-")
+        or (name.startswith(".") and name.endswith(".tmp"))
+    )
 
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .records import Record
-from .runner import DEFAULT_RUNS_DIR, RUN_JSON, is_run_bookkeeping, read_run_json, run_json_digest, sha256_file
+from .runner import DEFAULT_RUNS_DIR, RUN_JSON, is_run_bookkeeping, read_run_json, run_json_edited, sha256_file
 
 
 @dataclasses.dataclass
@@ -58,7 +58,7 @@ def summarise_run(run_dir: str | Path, verify: bool = False) -> RunSummary:
             continue
         name = str(entry.get("name", "?"))
         if entry.get("status") == "running":
-            state = _running_state(entry)
+            state = running_state(entry)
             verdicts[name] = state
             if state == "interrupted":
                 problems.append(f"{name} was interrupted (started {entry.get('started_at')}, never finished)")
@@ -82,7 +82,7 @@ def summarise_run(run_dir: str | Path, verify: bool = False) -> RunSummary:
     )
 
 
-def _running_state(entry: dict[str, Any]) -> str:
+def running_state(entry: dict[str, Any]) -> str:
     """``running`` while the process that wrote the entry is alive on this host, else ``interrupted``."""
     pid = entry.get("pid")
     if entry.get("host") != socket.gethostname() or not isinstance(pid, int) or pid <= 0:
@@ -100,8 +100,7 @@ def _verify(path: Path, data: dict[str, Any]) -> list[str]:
     """What no longer matches run.json: changed or missing artefacts, files the manifest does not
     list (a notebook left by a killed run), and run.json itself when its signature does not match."""
     found: list[str] = []
-    signature = data.get("signature")
-    if not isinstance(signature, dict) or signature.get("sha256") != run_json_digest(data):
+    if not isinstance(data.get("signature"), dict) or run_json_edited(data):
         found.append(f"{RUN_JSON} (edited: its signature does not match)")
     listed = data.get("artefacts") if isinstance(data.get("artefacts"), dict) else {}
     for rel, digest in listed.items():
@@ -181,9 +180,11 @@ def compare_runs(run_dirs: list[str | Path]) -> RunComparison:
 def load_result(run_dir: str | Path, runbook: str) -> Any:
     """Rebuild what ``runbook`` concluded in ``run_dir`` from the artefact it saved.
 
-    The one reader every later stage uses (runbook 06 reads 01–05 through it): the result class
+    Later stages read earlier results through it (02–05 read runbook 01's evidence here, and so
+    does 06); 06 reads the files of 02–05 it cites by the same rule, through
+    ``stage.latest_artefact`` (the newest attempt run.json's manifest lists). The result class
     is found by runbook name in the stage registry, the file is checked against run.json's sha256
-    manifest, and a changed or unreadable file raises ``stage.ArtefactError`` naming it.
+    manifest, and a changed, unlisted or unreadable file raises ``stage.ArtefactError`` naming it.
     ``runbook`` may carry its number (``01_evidence_capture``). A missing artefact raises
     ``FileNotFoundError``.
     """

@@ -218,36 +218,68 @@ def sha256_file(path: Path) -> str:
 ARTEFACT_JSON_MAX_BYTES = 64 * 1024 * 1024
 
 
-def verify_artefact(run_dir: str | Path, path: Path) -> None:
-    """Refuse ``path`` when the run's sha256 manifest (run.json) says it has changed.
+def run_manifest(run_dir: str | Path) -> dict[str, str] | None:
+    """The run's sha256 manifest (relative path → sha256), or None when the folder has no run.json.
 
-    A file not (yet) in the manifest is accepted: an interactive run has no run.json, and the
-    runner records the manifest only after the notebook ends.
+    Read through ``runner.read_run_json`` (the one bounded run.json reader); an unreadable or
+    edited run.json raises :class:`ArtefactError` naming it: its list cannot vouch for anything.
     """
-    run = Path(run_dir)
-    manifest_file = run / RUN_JSON
+    from .runner import read_run_json, run_json_edited  # runner imports this module
+
+    manifest_file = Path(run_dir) / RUN_JSON
     if not manifest_file.is_file():
-        return
+        return None
     try:
-        manifest = load_json(manifest_file, ARTEFACT_JSON_MAX_BYTES)[0].get("artefacts") or {}
-    except (OSError, ValueError, AttributeError) as exc:
+        data = read_run_json(manifest_file, ARTEFACT_JSON_MAX_BYTES)
+        if not isinstance(data, dict):
+            raise ValueError(f"holds {type(data).__name__}, not a run record")
+        listed = data.get("artefacts") or {}
+        if not isinstance(listed, dict):
+            raise ValueError("its artefact list is not a mapping")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ArtefactError(manifest_file, f"run manifest unreadable ({exc})") from exc
-    rel = path.resolve().relative_to(run.resolve()).as_posix()
+    edited = run_json_edited(data)
+    if edited:
+        raise ArtefactError(manifest_file, edited)
+    return {str(k): str(v) for k, v in listed.items()}
+
+
+def verify_artefact(run_dir: str | Path, path: Path) -> None:
+    """Refuse ``path`` when the run's sha256 manifest (run.json) does not vouch for it.
+
+    A file whose hash differs is refused, and so is a file the manifest does not list (planted
+    after the runbooks ran). Without run.json (an interactive run) there is nothing to check.
+    """
+    manifest = run_manifest(run_dir)
+    if manifest is None:
+        return
+    rel = path.resolve().relative_to(Path(run_dir).resolve()).as_posix()
     expected = manifest.get(rel)
-    if expected is not None and sha256_file(path) != expected:
+    if expected is None:
+        raise ArtefactError(path, "not in run.json's artefact manifest: written after the run recorded it")
+    if sha256_file(path) != expected:
         raise ArtefactError(path, "changed since the run recorded it (sha256 differs from run.json)")
 
 
 def latest_artefact(run_dir: str | Path, relpath: str) -> Path | None:
-    """The newest of ``relpath``, ``name-2``, ``name-3``… (a re-run cell never overwrites)."""
+    """The newest of ``relpath``, ``name-2``, ``name-3``… (a re-run cell never overwrites).
+
+    Where the folder has a run.json only files its manifest lists count: a planted
+    ``name-9.json`` is not the newest attempt.
+    """
     target = Path(run_dir) / relpath
     pattern = re.compile(rf"^{re.escape(target.stem)}(?:-(\d+))?{re.escape(target.suffix)}$", re.ASCII)
+    manifest = run_manifest(run_dir)
+    folder = Path(relpath).parent
     found: list[tuple[int, Path]] = []
     if target.parent.is_dir():
         for p in target.parent.iterdir():
             m = pattern.match(p.name)
-            if m and p.is_file():
-                found.append((int(m.group(1) or 1), p))
+            if not m or not p.is_file():
+                continue
+            if manifest is not None and (folder / p.name).as_posix() not in manifest:
+                continue
+            found.append((int(m.group(1) or 1), p))
     return max(found)[1] if found else None
 
 

@@ -9,14 +9,14 @@ with ``status: cancelled``, so the record shows every attempt.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 from pathlib import Path
 from typing import Any
 
 from ..records import utc_now
-from ..runner import DEFAULT_RUNS_DIR, RUN_JSON, RunbookResult, new_run_dir, record_run
+from ..runner import DEFAULT_RUNS_DIR, RUN_JSON, RunbookResult, move_artefact, new_run_dir, read_run_json, record_run
+from ..runs import running_state
 
 ATTEMPTS = "attempts"
 INCIDENT_LABEL = "incident"
@@ -63,7 +63,7 @@ class Incident:
         if not path.exists():
             return {"runbooks": []}
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_run_json(path)  # the one bounded run.json reader (size and depth)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ValueError(f"{path} is unreadable ({exc})") from exc
         if not isinstance(data, dict) or not isinstance(data.get("runbooks"), list):
@@ -99,7 +99,10 @@ class Incident:
         ]
 
     def move_aside(self, template_name: str, why: str) -> list[Path]:
-        """Move an earlier attempt's notebook and HTML to ``attempts/`` (never over a file)."""
+        """Move an earlier attempt's notebook and HTML to ``attempts/`` (never over a file).
+
+        The run's sha256 manifest follows the move, so the attempt stays verifiable.
+        """
         moved = []
         stem = Path(template_name).stem
         for suffix in (".ipynb", ".html"):
@@ -111,17 +114,21 @@ class Incident:
             for n in range(1, 1000):
                 target = folder / f"{stem}-{why}-{n}{suffix}"
                 try:
-                    os.link(source, target)  # exclusive: fails when the name is taken
+                    move_artefact(self.run_dir, source, target)  # exclusive: fails when the name is taken
                 except FileExistsError:
                     continue
-                source.unlink()
                 moved.append(target)
                 break
         return moved
 
     def record_cancelled(self, runbook: str, template_name: str, parameters: dict[str, Any], started: str,
                          duration_s: float) -> RunbookResult:  # fmt: skip
-        """Record a cancelled step in run.json; its partial notebook is kept under attempts/."""
+        """Record a cancelled step in run.json; its partial notebook is kept under attempts/.
+
+        The killed runner left a ``running`` entry behind; the cancellation replaces it (the last
+        such entry of this runbook whose process is gone), so the run does not stay "running".
+        """
+        stale = self._stale_running(runbook)
         moved = self.move_aside(template_name, "cancelled")
         notebook = next((str(p) for p in moved if p.suffix == ".ipynb"), "")
         result = RunbookResult(
@@ -137,8 +144,25 @@ class Incident:
             headline=None,
             run_dir=str(self.run_dir),
         )
-        record_run(self.run_dir, result)
+        record_run(self.run_dir, result, stale)
         return result
+
+    def _stale_running(self, runbook: str) -> str | None:
+        """entry_id of this runbook's last ``running`` entry whose process is no longer alive."""
+        try:
+            entries = self.run_json()["runbooks"]
+        except ValueError:
+            return None
+        for entry in reversed(entries):
+            if (
+                isinstance(entry, dict)
+                and entry.get("name") == runbook
+                and entry.get("status") == "running"
+                and isinstance(entry.get("entry_id"), str)
+                and running_state(entry) == "interrupted"
+            ):
+                return str(entry["entry_id"])
+        return None
 
     def prepare_rerun(self, template_name: str) -> None:
         """Before running a step again: keep the failed attempt's files under attempts/."""

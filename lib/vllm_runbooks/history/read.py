@@ -9,14 +9,13 @@ as a point with the reason, never dropped silently.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 from ..records import Record
+from ..runner import RUN_JSON, read_run_json
 
-RUN_JSON = "run.json"
 MAX_RUN_JSON = 4 << 20
 MAX_DEPTH = 3
 #: the history's own runbook: its entries are not part of the history it draws
@@ -54,9 +53,7 @@ def flatten(figures: Any, prefix: str, depth: int = 0) -> dict[str, float]:
 def _run_points(run_dir: Path) -> list[Point]:
     path = run_dir / RUN_JSON
     try:
-        if path.stat().st_size > MAX_RUN_JSON:
-            raise ValueError(f"larger than {MAX_RUN_JSON} bytes")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_run_json(path, MAX_RUN_JSON)  # bounded in size and depth
         if not isinstance(data, dict) or not isinstance(data.get("runbooks"), list):
             raise ValueError("not a run record")
     except FileNotFoundError:

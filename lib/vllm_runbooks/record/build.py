@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from ..records import utc_now
-from .compare import Thresholds, canary_steps, compare_views, environment, error_classes
+from .compare import Thresholds, canary_steps, compare_views, environment, error_classes, log_failures
 from .integrity import digest_of, verify_run
 from .model import (
     BaselineItem,
@@ -40,6 +40,9 @@ SUITE_FILE = "suite/suite.json"
 EXPLAINED = {"working", "disabled", "prefix_too_short", "prefix_mismatch", "evicted"}
 #: Remediation paths that change nothing in the environment.
 NO_CHANGE_PATHS = {"no_driver_change", None, ""}
+#: Runbook 02 verdicts that are the startup failure itself ("unknown" proves nothing).
+FAILURE_VERDICTS = {"driver_too_old", "arch_unsupported"}
+LOGS_DIR = "evidence/raw/logs/"
 
 
 @cache
@@ -185,8 +188,9 @@ def _remediation(view: RunView | None) -> dict[str, Any]:
 
 
 def _compat_file(view: RunView) -> str | None:
-    if view.exists("compat/decision.json") and "compat/decision.json" in view.manifest:
-        return "compat/decision.json"
+    found = view.artefact("compat/decision.json")  # the newest attempt the manifest lists
+    if found:
+        return found
     entry = view.entry("compatibility_decision")
     return entry.notebook if entry and entry.notebook and entry.notebook in view.manifest else None
 
@@ -224,13 +228,11 @@ def _adopted_path(
 
 # -- scope ---------------------------------------------------------------------------------------
 def _canary_file(run: RunView) -> str | None:
-    rel = "canary/canary_report.json"
-    return rel if run.exists(rel) and rel in run.manifest else None
+    return run.artefact("canary/canary_report.json")  # the newest attempt, as load_result reads it
 
 
 def _step_file(run: RunView, step: str) -> str | None:
-    rel = f"canary/steps/{step}.json"
-    return rel if run.exists(rel) and rel in run.manifest else _canary_file(run)
+    return run.artefact(f"canary/steps/{step}.json") or _canary_file(run)
 
 
 def _step_scope(run: RunView, steps: dict, name: str, cite: _Cite) -> tuple[bool, str, list[Citation]]:
@@ -261,7 +263,7 @@ LOAD_FILE = "load/load_check.json"
 
 def _load_stages(run: RunView) -> dict[str, dict[str, Any]]:
     """Runbook 05's stages by name (load/load_check.json; else the headline's status map)."""
-    data = run.read_json(LOAD_FILE) if LOAD_FILE in run.manifest else None
+    data = run.read_json(LOAD_FILE)  # newest listed attempt
     stages = data.get("stages") if isinstance(data, dict) else None
     if isinstance(stages, list):
         return {s["stage"]: s for s in stages if isinstance(s, dict) and isinstance(s.get("stage"), str)}
@@ -305,8 +307,9 @@ def _load_restarts(run: RunView) -> tuple[bool | None, str]:
 
 
 def _cite_load(run: RunView, cite: _Cite, what: str, value: Any) -> list[Citation]:
-    if LOAD_FILE in run.manifest and run.exists(LOAD_FILE):
-        return [cite(LOAD_CHECK, LOAD_FILE, what, value)]
+    rel = run.artefact(LOAD_FILE)
+    if rel:
+        return [cite(LOAD_CHECK, rel, what, value)]
     entry = run.entry(LOAD_CHECK)
     if entry and entry.notebook and entry.notebook in run.manifest:
         return [cite(LOAD_CHECK, entry.notebook, what, value)]
@@ -428,22 +431,21 @@ def _checklist(
         )
     else:
         before = base.entry("compatibility_decision")
-        before_bad = (
-            before is not None
-            and before.status == "ok"
-            and not str(before.verdict or "compatible").startswith("compatible")
-        )
+        ran = before is not None and before.status == "ok"
+        labels = sorted(log_failures(base)) if ran else []
+        before_bad = ran and (before.verdict in FAILURE_VERDICTS or bool(labels))  # type: ignore[union-attr]
         if before_bad and after_ok and loads:
             ev = _verdict_citation(base, "compatibility_decision", cite_base) + _verdict_citation(
                 run, "compatibility_decision", cite
             )
             ev += by["model_load"].evidence
+            shown = f"{before.verdict}" + (f", failing log labels {', '.join(labels)}" if labels else "")  # type: ignore[union-attr]
             out.append(
                 ChecklistItem(
                     "startup_failure_gone",
                     texts["startup_failure_gone"],
                     True,
-                    f"before: {before.verdict}; after: compatible and the model loads",
+                    f"before: {shown}; after: compatible and the model loads",
                     ev,
                 )
             )
@@ -452,7 +454,8 @@ def _checklist(
             if not before_bad:
                 why.append(
                     "the baseline's runbook 02 does not show the failure "
-                    f"(verdict {before.verdict if before else 'not run'})"
+                    f"(verdict {before.verdict if before else 'not run'}, no failing log label; "
+                    f"it must be one of {', '.join(sorted(FAILURE_VERDICTS))} or name a failing log label)"
                 )
             if not after_ok:
                 why.append(f"runbook 02 after the change: {after.verdict if after else 'not run'}")
@@ -535,7 +538,7 @@ def _checklist(
     # 6-8. monitoring, log storage, access control
     ok, reason, ev = _step_scope(run, steps, "monitoring", cite)
     out.append(ChecklistItem("monitoring", texts["monitoring"], ok, reason, ev))
-    out.append(_log_storage(run, cite, texts))
+    out.append(_log_storage(run, base, cite, texts))
     ok, reason, ev = _step_scope(run, steps, "access_control", cite)
     step = steps.get("access_control") or {}
     warning = (step.get("details") or {}).get("warning") if isinstance(step.get("details"), dict) else None
@@ -543,33 +546,65 @@ def _checklist(
     return out
 
 
-def _log_storage(run: RunView, cite: _Cite, texts: dict) -> ChecklistItem:
-    logs = sorted(rel for rel in run.manifest if rel.startswith("evidence/raw/logs/"))
-    if logs:
-        ev = [cite("evidence_capture", rel, "server log stored (redacted)") for rel in logs[:5]]
-        return ChecklistItem("log_storage", texts["log_storage"], True, f"{len(logs)} log file(s) stored", ev)
+def _log_storage(run: RunView, base: RunView | None, cite: _Cite, texts: dict) -> ChecklistItem:
+    """Ticked only for logs this run's runbook 01 stored that are not the baseline's logs again.
+
+    The reason says what is shown: logs captured into this run's evidence, not that the
+    production log store keeps them (no runbook reads that store).
+    """
+    logs = sorted(rel for rel in run.manifest if rel.startswith(LOGS_DIR))
+    old = {d for rel, d in base.manifest.items() if rel.startswith(LOGS_DIR)} if base is not None else set()
+    fresh = [rel for rel in logs if run.manifest[rel] not in old]
+    if fresh:
+        ev = [cite("evidence_capture", rel, "server log stored (redacted)") for rel in fresh[:5]]
+        against = (
+            "none of them byte-identical to the baseline's logs"
+            if base is not None
+            else "no baseline given, so they are not shown to differ from the logs before the change"
+        )
+        why = (
+            f"runbook 01 of this run captured {len(fresh)} server log file(s) into its evidence ({against}); "
+            "where production keeps its logs is not checked by any runbook"
+        )
+        return ChecklistItem("log_storage", texts["log_storage"], True, why, ev)
     entry = run.entry("evidence_capture")
-    why = (
-        "runbook 01 did not run"
-        if entry is None
-        else "runbook 01 stored no server log (no container, log path or bundle logs given)"
-    )
+    if logs:
+        why = (
+            f"the {len(logs)} log file(s) runbook 01 stored are byte-identical to the baseline's: "
+            "no log from after the change"
+        )
+    elif entry is None:
+        why = "runbook 01 did not run"
+    else:
+        why = "runbook 01 stored no server log (no container, log path or bundle logs given)"
     return ChecklistItem("log_storage", texts["log_storage"], False, why)
 
 
 # -- baseline ------------------------------------------------------------------------------------
-def _evidence_item(view: RunView, name: str) -> tuple[dict[str, Any] | None, str]:
-    evidence = view.read_json("evidence/evidence.json")
-    if not isinstance(evidence, dict):
-        return None, "runbook 01 left no evidence/evidence.json in the baseline run"
-    items = evidence.get("items")
-    item = items.get(name) if isinstance(items, dict) else None
-    if not isinstance(item, dict):
+def _evidence_item(view: RunView, name: str) -> tuple[Any, str]:
+    """Runbook 01's typed Evidence when its ``name`` section holds a value, else (None, why)."""
+    evidence, why = view.evidence()
+    if evidence is None:
+        return None, f"{why} in the baseline run"
+    if name not in evidence.items:
         return None, f"evidence has no {name!r} section"
-    if item.get("status") not in ("ok", "partial"):
-        return None, f"evidence {name}: {item.get('status')} ({item.get('reason') or 'no reason recorded'})"
-    value = item.get("value")
-    return (value if isinstance(value, dict) else {"value": value}), ""
+    if evidence.status(name) not in ("ok", "partial"):
+        return None, f"evidence {name}: {evidence.status(name)} ({evidence.item(name).reason or 'no reason recorded'})"
+    return evidence, ""
+
+
+def _interconnect(ev: Any) -> str | None:
+    value = ev.get("interconnect")
+    return ", ".join(k for k, x in value.items() if x) or None if isinstance(value, dict) else None
+
+
+def _runtime(ev: Any) -> str | None:
+    return ev.get("container_runtime", "nvidia_ctk_version") or ev.get("container_runtime", "docker_version")
+
+
+def _gpus(ev: Any) -> str | None:
+    gpus = ev.get("nvidia", "gpus")
+    return f"{len(gpus)} GPU(s)" if isinstance(gpus, list) and gpus else None
 
 
 def _baseline(base: RunView | None, cite: _Cite | None, opts: RecordOptions, words: dict) -> list[BaselineItem]:
@@ -583,13 +618,13 @@ def _baseline(base: RunView | None, cite: _Cite | None, opts: RecordOptions, wor
                 out.append(BaselineItem(key, text, False, "no baseline run given (--baseline / baseline_dir)"))
         return out
     rel = "evidence/evidence.json"
-    checks = {
-        "driver": ("nvidia", lambda v: v.get("driver_version")),
-        "kernel": ("host", lambda v: v.get("kernel")),
-        "gpu_state": ("nvidia", lambda v: f"{len(v.get('gpus') or [])} GPU(s)" if v.get("gpus") else None),
-        "runtime": ("container_runtime", lambda v: v.get("nvidia_ctk_version") or v.get("docker_version")),
-        "interconnect": ("interconnect", lambda v: ", ".join(k for k, x in v.items() if x) or None),
-        "image": ("image", lambda v: v.get("digest") or v.get("ref")),
+    checks = {  # section → what to read from the typed Evidence (Evidence.get)
+        "driver": ("nvidia", lambda ev: ev.get("nvidia", "driver_version")),
+        "kernel": ("host", lambda ev: ev.get("host", "kernel")),
+        "gpu_state": ("nvidia", _gpus),
+        "runtime": ("container_runtime", _runtime),
+        "interconnect": ("interconnect", _interconnect),
+        "image": ("image", lambda ev: ev.get("image", "digest") or ev.get("image", "ref")),
     }
     steps = canary_steps(base)
     for key, text in texts.items():
@@ -691,7 +726,7 @@ def _rollback(
         )
     load = run.entry(LOAD_CHECK)
     if load is not None:
-        saved = run.read_json(LOAD_FILE) if LOAD_FILE in run.manifest else None
+        saved = run.read_json(LOAD_FILE)
         config = saved.get("config") if isinstance(saved, dict) else None
         p = {**(config if isinstance(config, dict) else {}), **load.parameters}  # the limits 05 used
         conc = load.figures.get("knee_concurrency") or p.get("max_concurrency")

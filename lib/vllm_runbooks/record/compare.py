@@ -63,15 +63,10 @@ def environment(view: RunView) -> dict[str, Any]:
     figures = view.entry("evidence_capture").figures if view.entry("evidence_capture") else {}
     env["driver"] = figures.get("driver")
     env["vllm"] = figures.get("vllm")
-    evidence = view.read_json("evidence/evidence.json")
-    items = evidence.get("items") if isinstance(evidence, dict) else None
-    if isinstance(items, dict):
-        image = (items.get("image") or {}).get("value") or {}
-        if isinstance(image, dict):
-            env["image_digest"] = image.get("digest")
-        nvidia = (items.get("nvidia") or {}).get("value") or {}
-        if isinstance(nvidia, dict) and not env["driver"]:
-            env["driver"] = nvidia.get("driver_version")
+    evidence, _ = view.evidence()  # the typed Evidence, through runs.load_result
+    if evidence is not None:
+        env["image_digest"] = evidence.get("image", "digest")
+        env["driver"] = env["driver"] or evidence.get("nvidia", "driver_version")
     step = canary_steps(view).get("model_load") or {}
     served = (step.get("details") or {}).get("version") if isinstance(step.get("details"), dict) else None
     if not served and isinstance(step.get("evidence"), str) and '"version": "' in step["evidence"]:
@@ -88,9 +83,8 @@ def canary_steps(view: RunView) -> dict[str, dict[str, Any]]:
     return {s["step"]: s for s in steps or [] if isinstance(s, dict) and isinstance(s.get("step"), str)}
 
 
-def error_classes(view: RunView) -> set[str]:
-    """Labels of error and critical log findings (runbook 02's diagnosis), failed canary steps and
-    runbook 05's request error classes."""
+def log_failures(view: RunView) -> set[str]:
+    """Labels of error and critical log findings in runbook 02's diagnosis (its newest attempt)."""
     found: set[str] = set()
     saved = view.read_json("compat/decision.json")
     diagnosis = saved.get("logs") if isinstance(saved, dict) and isinstance(saved.get("logs"), dict) else None
@@ -99,6 +93,13 @@ def error_classes(view: RunView) -> set[str]:
         for finding in item.get("findings") or [] if isinstance(item, dict) else []:
             if isinstance(finding, dict) and finding.get("severity") in ERROR_SEVERITIES and finding.get("label"):
                 found.add(str(finding["label"]))
+    return found
+
+
+def error_classes(view: RunView) -> set[str]:
+    """Labels of error and critical log findings (runbook 02's diagnosis), failed canary steps and
+    runbook 05's request error classes."""
+    found = log_failures(view)
     for name, step in canary_steps(view).items():
         if step.get("status") == "fail":
             found.add(f"canary:{name}")

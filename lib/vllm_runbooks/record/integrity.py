@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..runner import sha256_file
+from ..runner import RUN_JSON, run_json_edited, sha256_file
 from .sources import RecordRefused, RunView
 
 #: Files the runner itself may legitimately touch after recording (the lock) are never listed.
@@ -17,7 +17,14 @@ SUMS = "evidence/SHA256SUMS"
 
 
 def verify_run(view: RunView) -> dict[str, str]:
-    """Check every listed artefact of a run; returns the manifest (relative path → sha256)."""
+    """Check run.json's signature and every listed artefact; returns the manifest (relative path → sha256).
+
+    The signature first: a manifest edited to match an altered file vouches for nothing.
+    """
+    if (view.path / RUN_JSON).exists():
+        edited = run_json_edited(view.data)
+        if edited:
+            raise RecordRefused(f"{view.path / RUN_JSON}: {edited}")
     for rel, digest in sorted(view.manifest.items()):
         path = view.path / rel
         if not _inside(view.path, path):

@@ -8,13 +8,14 @@ crash. Only bounded reads: an artefact larger than ``MAX_JSON_BYTES`` is not par
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..runner import RUN_JSON
+from ..bounded import load_json
+from ..runner import RUN_JSON, read_run_json
 from ..scraps import read_scraps
+from ..stage import ArtefactError, latest_artefact
 
 MAX_JSON_BYTES = 32 * 1024 * 1024
 
@@ -61,6 +62,7 @@ class RunView:
             if isinstance(raw, dict) and isinstance(raw.get("name"), str):
                 self.entries[raw["name"]] = self._entry(raw)
         self._scraps: dict[str, dict[str, Any]] = {}
+        self._evidence: tuple[Any, str] | None = None
 
     @classmethod
     def load(cls, run_dir: str | Path, *, allow_empty: bool = False) -> RunView:
@@ -71,9 +73,7 @@ class RunView:
         if allow_empty and path.is_dir() and not run_json.exists():
             return cls(path, {"run_id": path.name, "runbooks": [], "artefacts": {}})
         try:
-            if run_json.stat().st_size > MAX_JSON_BYTES:
-                raise RecordRefused(f"{run_json}: larger than {MAX_JSON_BYTES} bytes; not read")
-            data = json.loads(run_json.read_text(encoding="utf-8"))
+            data = read_run_json(run_json, MAX_JSON_BYTES)  # the one bounded reader (size and depth)
         except FileNotFoundError as exc:
             raise RecordRefused(f"{run_json}: missing — not a run directory (no runbook has finished in it)") from exc
         except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -116,15 +116,44 @@ class RunView:
     def exists(self, rel: str) -> bool:
         return (self.path / rel).is_file()
 
-    def read_json(self, rel: str) -> Any:
-        """A JSON artefact, or None when absent, too large or unreadable."""
-        path = self.path / rel
+    def artefact(self, rel: str) -> str | None:
+        """The newest attempt of ``rel`` (``name.json``, ``name-2.json``…) the manifest lists, or None.
+
+        Through ``stage.latest_artefact``, the rule ``runs.load_result`` follows: a rerun writes
+        ``-2`` and the record must cite that one, never the stale fixed name.
+        """
         try:
-            if not path.is_file() or path.stat().st_size > MAX_JSON_BYTES:
-                return None
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+            found = latest_artefact(self.path, rel)
+        except ArtefactError as exc:
+            raise RecordRefused(str(exc)) from exc
+        if found is None:
             return None
+        name = (Path(rel).parent / found.name).as_posix()
+        return name if name in self.manifest or not (self.path / RUN_JSON).exists() else None
+
+    def read_json(self, rel: str) -> Any:
+        """The newest attempt of a JSON artefact (see :meth:`artefact`), or None when absent or unreadable."""
+        found = self.artefact(rel)
+        if found is None:
+            return None
+        try:
+            return load_json(self.path / found, MAX_JSON_BYTES)[0]  # bounded in size and depth
+        except (OSError, ValueError):
+            return None
+
+    def evidence(self) -> tuple[Any, str]:
+        """Runbook 01's typed ``Evidence`` (through ``runs.load_result``) and, when None, why not."""
+        if self._evidence is None:
+            from ..runs import load_result
+
+            try:
+                self._evidence = (load_result(self.path, "evidence_capture"), "")
+            except FileNotFoundError:
+                self._evidence = (None, "runbook 01 left no evidence/evidence.json")
+            except (TypeError, ValueError, AttributeError, KeyError) as exc:
+                # ArtefactError included; a changed file is refused earlier by verify_run
+                self._evidence = (None, f"runbook 01's evidence does not read ({exc})")
+        return self._evidence
 
     def scraps(self, name: str) -> dict[str, Any]:
         """The scraps glued into runbook ``name``'s executed notebook ({} when unreadable)."""
@@ -142,8 +171,9 @@ class RunView:
         return self._scraps[name]
 
     def first_existing(self, *candidates: str) -> str | None:
-        """The first of several artefact names present (newer runs write ``name-2.json`` too)."""
+        """The newest listed attempt of the first of several artefact names present."""
         for rel in candidates:
-            if self.exists(rel):
-                return rel
+            found = self.artefact(rel)
+            if found:
+                return found
         return None

@@ -1,0 +1,217 @@
+"""The tamper check and the record's reading of a run (review findings of the merged main).
+
+An artefact edited between two runbooks must not be re-approved by the next run.json write; a
+file planted after the run is neither the newest attempt nor readable as an artefact; run.json's
+own signature is checked; every run.json reader survives a hostile one; a console cancel replaces
+the killed runner's ``running`` entry; the record reads the newest attempt, ticks "startup
+failure gone" only on a proven failure before, and "log storage" only on logs from this run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+from notebook_factory import make_template
+from vllm_runbooks import runner
+from vllm_runbooks.console.incident import Incident
+from vllm_runbooks.history.read import read_points
+from vllm_runbooks.record import RecordRefused, build_record
+from vllm_runbooks.record.sources import RunView
+from vllm_runbooks.runner import RunbookResult, record_run, run_json_digest, sha256_file
+from vllm_runbooks.stage import ArtefactError, latest_artefact, verify_artefact
+
+
+def _result(run_dir: Path, name: str = "smoke", status: str = "ok") -> RunbookResult:
+    return RunbookResult(
+        name, str(run_dir / f"01_{name}.ipynb"), None, status, "t0", "t1", 0.1, {}, run_dir=str(run_dir)
+    )
+
+
+def _write(run_dir: Path, rel: str, data: object) -> Path:
+    path = run_dir / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _write_run(run_dir: Path, entries: list[dict], files: dict[str, object]) -> None:
+    """A run directory as the runner leaves it: artefacts, run.json listing their sha256, signed."""
+    for rel, data in files.items():
+        _write(run_dir, rel, data)
+    run = {
+        "schema": "run",
+        "run_id": run_dir.name,
+        "runbooks": entries,
+        "artefacts": {rel: sha256_file(run_dir / rel) for rel in files},
+    }
+    run["signature"] = {"sha256": run_json_digest(run)}
+    (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
+
+
+# -- the manifest is append-only ------------------------------------------------------------------
+def test_an_edited_artefact_keeps_its_recorded_hash_and_new_files_are_added(tmp_path: Path) -> None:
+    out = _write(tmp_path, "smoke/out.json", {"a": 1})
+    record_run(tmp_path, _result(tmp_path))
+    recorded = runner.load_run(tmp_path)["artefacts"]["smoke/out.json"]
+    out.write_text('{"a": 2}', encoding="utf-8")  # edited between two runbooks
+    _write(tmp_path, "next/out.json", {"b": 1})
+    data = record_run(tmp_path, _result(tmp_path, "next"))  # the next runbook's write
+    assert data["artefacts"]["smoke/out.json"] == recorded != sha256_file(out)
+    assert data["artefacts"]["next/out.json"] == sha256_file(tmp_path / "next/out.json")
+    with pytest.raises(RecordRefused, match=r"smoke/out\.json: sha256 differs"):
+        build_record(tmp_path)
+
+
+def test_record_refuses_an_edited_run_json_even_with_a_matching_manifest(tmp_path: Path) -> None:
+    out = _write(tmp_path, "smoke/out.json", {"a": 1})
+    record_run(tmp_path, _result(tmp_path))
+    out.write_text('{"a": 2}', encoding="utf-8")
+    data = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    data["artefacts"]["smoke/out.json"] = sha256_file(out)  # the manifest "fixed" by hand
+    (tmp_path / "run.json").write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(RecordRefused, match=r"run\.json: run\.json was edited"):
+        build_record(tmp_path)
+    with pytest.raises(ArtefactError, match="run.json was edited"):
+        verify_artefact(tmp_path, out)
+    with pytest.raises(runner.RunbookError, match="edited after the runner wrote it"):
+        runner._check_run_json(tmp_path)
+    record_run(tmp_path, _result(tmp_path, "next"))  # a later write keeps saying so (re-signing hides nothing)
+    with pytest.raises(RecordRefused, match="edited"):
+        build_record(tmp_path)
+
+
+def test_a_planted_attempt_is_neither_newest_nor_readable(tmp_path: Path) -> None:
+    _write(tmp_path, "canary/canary_report.json", {"n": 1})
+    _write(tmp_path, "canary/canary_report-2.json", {"n": 2})
+    record_run(tmp_path, _result(tmp_path))
+    planted = _write(tmp_path, "canary/canary_report-9.json", {"n": 9})
+    assert latest_artefact(tmp_path, "canary/canary_report.json") == tmp_path / "canary/canary_report-2.json"
+    with pytest.raises(ArtefactError, match="not in run.json's artefact manifest"):
+        verify_artefact(tmp_path, planted)
+
+
+@pytest.mark.slow
+def test_runbook_06_refuses_an_artefact_edited_after_an_earlier_runbook(tmp_path: Path) -> None:
+    templates = tmp_path / "templates"
+    body = ["from vllm_runbooks.artefacts import write_artefact", "write_artefact(run_dir, 'smoke/out.json', {'n': 1})"]
+    make_template(templates, "01_smoke.ipynb", body)
+    shutil.copy(REPO_ROOT / "runbooks" / "06_change_record.ipynb", templates / "06_change_record.ipynb")
+    run_dir = tmp_path / "run"
+    assert runner.run_runbook("smoke", {}, run_dir, templates=templates).status == "ok"
+    target = run_dir / "smoke" / "out.json"
+    target.write_text(target.read_text(encoding="utf-8").replace("1", "2"), encoding="utf-8")
+    result = runner.run_runbook("change_record", {"today": "2026-12-01"}, run_dir, templates=templates)
+    assert result.status == "failed" and "RecordRefused" in (result.error or "")
+    assert "smoke/out.json: sha256 differs from run.json" in (result.error or "")
+    assert not (run_dir / "change_record.md").exists()
+
+
+# -- one bounded run.json reader ----------------------------------------------------------------
+def test_a_deeply_nested_run_json_is_a_reason_in_every_reader(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs" / "deep"
+    run_dir.mkdir(parents=True)
+    (run_dir / "run.json").write_text("[" * 200_000 + "]" * 200_000, encoding="utf-8")
+    (point,) = read_points(tmp_path / "runs")
+    assert point.status == "unreadable" and "nested too deeply" in (point.reason or "")
+    with pytest.raises(RecordRefused, match="nested too deeply"):
+        RunView.load(run_dir)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        Incident(run_dir).run_json()
+    with pytest.raises(ArtefactError, match="nested too deeply"):
+        verify_artefact(run_dir, run_dir / "run.json")
+
+
+# -- console cancel -----------------------------------------------------------------------------
+def test_cancel_replaces_the_killed_runners_running_entry(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a finished process: its pid names no live runner
+    incident = Incident(tmp_path)
+    notebook = tmp_path / "01_long_step.ipynb"
+    notebook.write_text("{}", encoding="utf-8")
+    entry = {"name": "long_step", "notebook": str(notebook), "status": "running", "started_at": "t0"}
+    entry |= {"pid": dead.pid, "host": runner.socket.gethostname()}
+    with runner._run_lock(tmp_path):
+        runner._record_run_locked(tmp_path, entry, "abc123")
+    incident.record_cancelled("long_step", "01_long_step.ipynb", {}, "t0", 1.0)
+    data = runner.load_run(tmp_path)
+    assert [(e["name"], e["status"]) for e in data["runbooks"]] == [("long_step", "cancelled")]
+    assert data["status"] != "running"
+    assert "attempts/01_long_step-cancelled-1.ipynb" in data["artefacts"]
+
+
+def test_a_moved_attempt_keeps_its_recorded_hash(tmp_path: Path) -> None:
+    notebook = tmp_path / "01_smoke.ipynb"
+    notebook.write_text("{}", encoding="utf-8")
+    record_run(tmp_path, _result(tmp_path))
+    recorded = runner.load_run(tmp_path)["artefacts"]["01_smoke.ipynb"]
+    notebook.write_text('{"edited": 1}', encoding="utf-8")
+    Incident(tmp_path).prepare_rerun("01_smoke.ipynb")
+    manifest = runner.load_run(tmp_path)["artefacts"]
+    assert "01_smoke.ipynb" not in manifest and manifest["attempts/01_smoke-failed-1.ipynb"] == recorded
+    with pytest.raises(RecordRefused, match=r"01_smoke-failed-1\.ipynb: sha256 differs"):
+        build_record(tmp_path)
+
+
+# -- what the record reads ----------------------------------------------------------------------
+def _canary(status: str = "pass") -> dict:
+    return {"schema": "canary_report", "steps": [{"step": "model_load", "status": status, "reason": "loaded"}]}
+
+
+def test_the_record_cites_the_newest_attempt(tmp_path: Path) -> None:
+    entries = [{"name": "canary_validation", "status": "ok", "headline": {"verdict": "pass"}}]
+    files = {"canary/canary_report.json": _canary("fail"), "canary/canary_report-2.json": _canary("pass")}
+    _write_run(tmp_path, entries, files)
+    verified = {s.name: s for s in build_record(tmp_path).verified}
+    assert verified["model_load"].evidence[0].artefact == "canary/canary_report-2.json"
+
+
+def _after(run_dir: Path, logs: dict[str, object] | None = None) -> Path:
+    entries = [
+        {"name": "compatibility_decision", "status": "ok", "headline": {"verdict": "compatible"}},
+        {"name": "canary_validation", "status": "ok", "headline": {"verdict": "pass"}},
+        {"name": "evidence_capture", "status": "ok", "headline": {"verdict": "complete"}},
+    ]
+    _write_run(run_dir, entries, {"canary/canary_report.json": _canary(), **(logs or {})})
+    return run_dir
+
+
+def _baseline(run_dir: Path, verdict: str, labels: list[str], logs: dict[str, object] | None = None) -> Path:
+    findings = [{"severity": "critical", "label": label} for label in labels]
+    decision = {"schema": "compat_decision", "logs": {"items": [{"findings": findings}]}}
+    entries = [{"name": "compatibility_decision", "status": "ok", "headline": {"verdict": verdict}}]
+    _write_run(run_dir, entries, {"compat/decision.json": decision, **(logs or {})})
+    return run_dir
+
+
+@pytest.mark.parametrize(
+    ("verdict", "labels", "ticked"),
+    [("unknown", [], False), ("driver_too_old", [], True), ("unknown", ["driver_too_old"], True)],
+)
+def test_startup_failure_gone_needs_a_proven_failure_before(
+    tmp_path: Path, verdict: str, labels: list[str], ticked: bool
+) -> None:
+    after = _after(tmp_path / "after")
+    base = _baseline(tmp_path / "before", verdict, labels)
+    item = {c.name: c for c in build_record(after, base).checklist}["startup_failure_gone"]
+    assert item.ticked is ticked, item.reason
+    if not ticked:
+        assert "driver_too_old" in item.reason and "failing log label" in item.reason
+
+
+def test_log_storage_needs_logs_other_than_the_baselines(tmp_path: Path) -> None:
+    same = {"evidence/raw/logs/serve.log": "the same old log"}
+    item = {
+        c.name: c
+        for c in build_record(_after(tmp_path / "a", same), _baseline(tmp_path / "b", "unknown", [], same)).checklist
+    }
+    assert not item["log_storage"].ticked and "byte-identical to the baseline" in item["log_storage"].reason
+    new = {"evidence/raw/logs/serve.log": "a log from after the change"}
+    item = {c.name: c for c in build_record(_after(tmp_path / "c", new), tmp_path / "b").checklist}
+    assert item["log_storage"].ticked and "where production keeps its logs is not checked" in item["log_storage"].reason
