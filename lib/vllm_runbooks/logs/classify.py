@@ -277,7 +277,10 @@ class _Scan:
                 self.serving_hits += 1
                 if self.serving_hits >= INFO_HITS_ENOUGH:
                     self.engine = comp.lean
-            if n > MAX_FINDINGS_PER_SIGNATURE:
+            # An info signature (startup progress, "server is up") proves something once: its
+            # first line is the evidence. Hyperscan reports such patterns once per block, so
+            # keeping only the first makes every engine give the same findings.
+            if n > (1 if sig.severity == "info" else MAX_FINDINGS_PER_SIGNATURE):
                 continue
             s, e = comp.span(k, raw)
             label, priority, advice, source, stage = sig.label, sig.priority, sig.advice, sig.source, sig.stage
