@@ -164,8 +164,8 @@ def test_record_reads_runbook_05_stages_and_restarts(tmp_path: Path) -> None:
             "reason": "healthy",
             "details": {
                 "restarts": [
-                    {"index": 1, "ok": True, "seconds_to_healthy": 41.2},
-                    {"index": 2, "ok": True, "seconds_to_healthy": 39.8},
+                    {"index": 1, "ok": True, "seconds_to_healthy": 41.2, "observed": "/health failed, then answered"},
+                    {"index": 2, "ok": True, "seconds_to_healthy": 39.8, "observed": "/version changed"},
                 ]
             },
         },
@@ -204,6 +204,14 @@ def test_record_reads_runbook_05_stages_and_restarts(tmp_path: Path) -> None:
     _write_run(other, [entry], {"load/load_check.json": {"schema": "load_check_result", "stages": stages}})
     unverified = {s.name: s for s in build_record(other).unverified}
     assert "1 of 2 restarts did not come back healthy" in unverified["failure_recovery"].reason
+
+    # a restart nobody saw happen (the old server kept answering) verifies nothing
+    stages[0]["details"]["restarts"][1].update(ok=True, observed="")
+    unseen = tmp_path / "unseen"
+    unseen.mkdir()
+    _write_run(unseen, [entry], {"load/load_check.json": {"schema": "load_check_result", "stages": stages}})
+    unverified = {s.name: s for s in build_record(unseen).unverified}
+    assert "1 of 2 restarts were not observed to happen" in unverified["failure_recovery"].reason
 
 
 def _canary(ttft: float, accuracy: float, tool_status: str = "pass") -> dict:

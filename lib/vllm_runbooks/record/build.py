@@ -302,6 +302,11 @@ def _load_restarts(run: RunView) -> tuple[bool | None, str]:
     bad = [r for r in restarts if not (isinstance(r, dict) and r.get("ok"))]
     if bad:
         return False, f"runbook 05: {len(bad)} of {len(restarts)} restarts did not come back healthy"
+    # A result saved before restarts had to be observed (health dropped or identity changed) may
+    # count the old server answering as a restart: such a result proves nothing.
+    unseen = [r for r in restarts if not r.get("observed")]
+    if unseen:
+        return None, f"runbook 05: {len(unseen)} of {len(restarts)} restarts were not observed to happen"
     times = [r.get("seconds_to_healthy") for r in restarts]
     return True, f"runbook 05: {len(restarts)} restarts, healthy again after {times} s"
 
