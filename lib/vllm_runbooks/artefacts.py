@@ -47,3 +47,16 @@ def write_artefact(run_dir: str | Path, relpath: str | Path, data: Any) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     raise FileExistsError(f"{target}: too many artefacts of that name")
+
+
+def write_atomic(path: str | Path, data: bytes | str) -> None:
+    """Replace ``path`` whole through a hidden temporary file and a rename: a killed run never
+    leaves a half-written artefact (for files a run owns and rewrites, such as evidence.json)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
+    try:
+        with tmp.open("xb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)

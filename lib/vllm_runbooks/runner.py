@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .artefacts import write_atomic
 from .records import Record, utc_now
 from .redact import redact_markup, redact_markup_obj, redact_obj, redact_parameters, redact_text
 from .report_view import render_report_view
@@ -648,17 +649,6 @@ def _plotlyjs() -> str:
         except Exception:  # noqa: BLE001 - without plotly there is no library to keep
             _PLOTLYJS.append("")
     return _PLOTLYJS[0]
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``path`` through a temporary file in the same directory and a rename: never half-written."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
-    try:
-        with tmp.open("x", encoding="utf-8") as handle:
-            handle.write(text)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _render_html(notebook: Path) -> Path | None:

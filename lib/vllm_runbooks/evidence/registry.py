@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .. import probe, redact
+from ..artefacts import write_atomic
 from ..probe import Captured, Options
 from .model import OK, Item
 from .sources import Source
@@ -120,13 +121,7 @@ class Context:
                 self._dirs.add(dest.parent)
             with self._lock:
                 self._written.pop(rel, None)  # never a stale hash while the file changes
-            # written whole under a temporary name, then renamed: a killed run leaves no half artefact
-            tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-            try:
-                tmp.write_bytes(data)
-                tmp.replace(dest)
-            finally:
-                tmp.unlink(missing_ok=True)
+            write_atomic(dest, data)  # a killed run leaves no half artefact
             with self._lock:
                 self._written[rel] = digest
         return rel

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from .. import redact
+from ..artefacts import write_atomic
 from ..probe import DEFAULT_TIMEOUT_S, Options
 from ..records import utc_now
 from ..runner import new_run_dir, sha256_file
@@ -157,19 +158,8 @@ def _finish(ev: Evidence, out: Path, written: dict[str, str] | None = None) -> E
     ev.evidence_dir = str(out)
     # Never a half-written evidence.json: a temporary name, then a rename; a character UTF-8
     # cannot hold (a surrogate-escaped file name) is replaced rather than failing the write.
-    _write_atomic(out / "evidence.json", (ev.to_json() + "\n").encode("utf-8", "replace"))
+    write_atomic(out / "evidence.json", (ev.to_json() + "\n").encode("utf-8", "replace"))
     sums = dict(ev.artefacts)
     sums["evidence.json"] = sha256_file(out / "evidence.json")
-    _write_atomic(
-        out / "SHA256SUMS", "".join(f"{h}  {p}\n" for p, h in sorted(sums.items())).encode("utf-8", "replace")
-    )
+    write_atomic(out / "SHA256SUMS", "".join(f"{h}  {p}\n" for p, h in sorted(sums.items())).encode("utf-8", "replace"))
     return ev
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
