@@ -13,7 +13,8 @@ import pytest
 
 from vllm_runbooks.canary import CanaryReport, Status, load_tool_suite, run_canary
 from vllm_runbooks.canary.toolcheck import schema_errors
-from vllm_runbooks.runner import load_run, run_runbook
+from vllm_runbooks.runjson import load_run
+from vllm_runbooks.runner import run_runbook
 from vllm_runbooks.scraps import read_scraps
 from vllm_runbooks.target import TargetHandle
 

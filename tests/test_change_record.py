@@ -16,7 +16,8 @@ import pytest
 from conftest import R575_PLANTED, REPO_ROOT
 from notebook_factory import make_template
 from vllm_runbooks.record import RecordRefused, build_record, to_html, to_markdown
-from vllm_runbooks.runner import RunbookError, load_run
+from vllm_runbooks.runjson import load_run
+from vllm_runbooks.runner import RunbookError
 from vllm_runbooks.runs import load_result
 from vllm_runbooks.suite import run_suite
 
@@ -144,7 +145,8 @@ def test_markdown_escapes_table_cells_and_html_is_offline(tmp_path: Path) -> Non
 
 def _write_run(run_dir: Path, entries: list[dict], files: dict[str, dict]) -> None:
     """A run directory as the runner leaves it: artefacts plus run.json with their sha256, signed."""
-    from vllm_runbooks.runner import run_json_digest, sha256_file
+    from vllm_runbooks.runjson import run_json_digest
+    from vllm_runbooks.stage import sha256_file
 
     for rel, data in files.items():
         (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -136,7 +136,8 @@ def test_result_is_saved_and_read_back_typed_and_a_changed_file_is_refused(tmp_p
 
 
 def test_a_tampered_decision_is_refused_naming_it(tmp_path: Path) -> None:
-    from vllm_runbooks.runner import RunbookResult, record_run
+    from vllm_runbooks.runjson import record_run
+    from vllm_runbooks.runner import RunbookResult
 
     run_dir = _evidence(tmp_path)
     run(Config(run_dir=str(run_dir), today=TODAY.isoformat())).save(run_dir)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from notebook_factory import make_template
-from vllm_runbooks import runner
+from vllm_runbooks import notebook_output, parameters, redact, runjson, runner
 from vllm_runbooks.cli import main
 from vllm_runbooks.runs import list_runs, summarise_run
 
@@ -60,17 +60,17 @@ def test_bad_yaml_parameters_file_is_a_clear_refusal(tmp_path: Path, capsys: pyt
 
 
 def test_parameter_types_follow_the_declared_defaults() -> None:
-    declared = runner.declared_parameters(runner.resolve_runbook("compatibility_decision"))
+    declared = parameters.declared_parameters(runner.resolve_runbook("compatibility_decision"))
     assert "log_paths" in declared and declared["log_paths"] == []
-    checked = runner.check_parameters("compatibility_decision", declared, {"log_paths": "/var/log/vllm.log"})
+    checked = parameters.check_parameters("compatibility_decision", declared, {"log_paths": "/var/log/vllm.log"})
     assert checked["log_paths"] == ["/var/log/vllm.log"]
     with pytest.raises(runner.RunbookError, match="maintenance_window_available.*true or false"):
-        runner.check_parameters("x", declared, {"maintenance_window_available": "yes"})
-    declared01 = runner.declared_parameters(runner.resolve_runbook("evidence_capture"))
+        parameters.check_parameters("x", declared, {"maintenance_window_available": "yes"})
+    declared01 = parameters.declared_parameters(runner.resolve_runbook("evidence_capture"))
     for bad in (-5, 0, 10**9, float("nan"), "１２", True):
         with pytest.raises(runner.RunbookError, match="collector_timeout_s"):
-            runner.check_parameters("evidence_capture", declared01, {"collector_timeout_s": bad})
-    assert runner.check_parameters("e", declared01, {"collector_timeout_s": "30"}) == {"collector_timeout_s": 30}
+            parameters.check_parameters("evidence_capture", declared01, {"collector_timeout_s": bad})
+    assert parameters.check_parameters("e", declared01, {"collector_timeout_s": "30"}) == {"collector_timeout_s": 30}
 
 
 def test_run_dir_that_cannot_hold_a_run_is_refused(templates: Path, tmp_path: Path) -> None:
@@ -119,9 +119,9 @@ def test_a_real_path_with_key_equals_is_not_redacted_before_use(tmp_path: Path) 
     bundle = tmp_path / "key=abc123" / "bundle"
     bundle.mkdir(parents=True)
     raw = {"source": str(bundle), "log_paths": [str(bundle)]}
-    params = runner.redact_parameters(raw)
+    params = redact.redact_parameters(raw)
     assert params["source"] != str(bundle)  # the redactor alone would break the path
-    runner._keep_real_paths(raw, params)
+    parameters.keep_real_paths(raw, params)
     assert params == raw
 
 
@@ -136,8 +136,8 @@ def test_killed_run_shows_interrupted_and_verify_flags_leftovers(tmp_path: Path)
     run_dir.mkdir()
     nb = run_dir / "01_smoke.ipynb"
     nb.touch()
-    runner._record_running(run_dir, "smoke", nb, {}, "e1")
-    data = runner.load_run(run_dir)
+    runjson.record_running(run_dir, "smoke", nb, {}, "e1")
+    data = runjson.load_run(run_dir)
     assert data["runbooks"][0]["status"] == "running" and data["status"] == "running"
     data["runbooks"][0]["pid"] = _dead_pid()  # the runner was SIGKILLed
     (run_dir / "run.json").write_text(json.dumps(data))
@@ -158,10 +158,10 @@ def test_recorded_result_replaces_the_running_entry_and_is_signed(tmp_path: Path
     run_dir.mkdir()
     nb = run_dir / "01_smoke.ipynb"
     nb.write_text("{}")
-    runner._record_running(run_dir, "smoke", nb, {}, "e1")
+    runjson.record_running(run_dir, "smoke", nb, {}, "e1")
     result = runner.RunbookResult("smoke", str(nb), None, "ok", "t0", "t1", 1.0, {}, headline={"verdict": "pass"})
-    runner.record_run(run_dir, result, "e1")
-    data = runner.load_run(run_dir)
+    runjson.record_run(run_dir, result, "e1")
+    data = runjson.load_run(run_dir)
     assert [b["status"] for b in data["runbooks"]] == ["ok"] and data["status"] == "ok"
     assert summarise_run(run_dir, verify=True).tampered == []
     data["status"] = "failed"
@@ -216,7 +216,7 @@ def test_scrubber_covers_every_output_mime_type() -> None:
         ],
         "metadata": {"papermill": {"parameters": {"launch_command": "sshpass -p nbMetaPw07 ssh n"}}},
     }
-    clean = json.dumps(runner.scrub_notebook_json(nb), ensure_ascii=False)
+    clean = json.dumps(notebook_output.scrub_notebook_json(nb), ensure_ascii=False)
     for secret in (
         "hoverKey01",
         "bearerTok02abcdef",
@@ -249,8 +249,8 @@ def test_a_healthy_run_prints_no_kernel_noise(templates: Path, tmp_path: Path) -
 
 
 def test_full_width_digits_are_not_numbers_on_the_command_line() -> None:
-    assert runner.coerce_cli_value("１３.０") == "１３.０"
-    assert runner.coerce_cli_value("13.0") == 13.0
+    assert parameters.coerce_cli_value("１３.０") == "１３.０"
+    assert parameters.coerce_cli_value("13.0") == 13.0
 
 
 def test_artefacts_are_written_whole_and_never_over_another(tmp_path: Path) -> None:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from vllm_runbooks import runner
+from vllm_runbooks import parameters, redact, runner
 from vllm_runbooks.cli import exit_codes, main
 
 #: Parameters of the shipped templates that do NOT name files or folders the runbook reads.
-#: A new parameter must be added here or be path-like (runner.is_path_parameter): the test below
+#: A new parameter must be added here or be path-like (parameters.is_path_parameter): the test below
 #: fails otherwise, so nobody forgets to decide.
 NOT_PATHS = {
     "adopted_path",  # a decision path of runbook 02 (matches the naming rule; harmless: kept only if it exists)
@@ -101,7 +101,7 @@ ADDED_BY_REVIEW = (
 
 
 def _declared() -> dict[str, set[str]]:
-    return {name: set(runner.declared_parameters(path)) for name, path in runner.available_runbooks().items()}
+    return {name: set(parameters.declared_parameters(path)) for name, path in runner.available_runbooks().items()}
 
 
 def test_every_parameter_of_every_template_is_classified_path_or_not() -> None:
@@ -111,10 +111,10 @@ def test_every_parameter_of_every_template_is_classified_path_or_not() -> None:
         (book, p)
         for book, params in declared.items()
         for p in params
-        if not runner.is_path_parameter(p) and p not in NOT_PATHS
+        if not parameters.is_path_parameter(p) and p not in NOT_PATHS
     }
     assert not unclassified, (
-        f"decide whether these name files (runner.PATH_PARAMETERS) or not (NOT_PATHS): {unclassified}"
+        f"decide whether these name files (parameters.PATH_PARAMETERS) or not (NOT_PATHS): {unclassified}"
     )
     everything = set().union(*declared.values())
     stale = NOT_PATHS - everything
@@ -127,16 +127,16 @@ def test_path_parameters_with_key_equals_are_used_as_given(tmp_path: Path, key: 
     real.mkdir(parents=True)
     value: object = [str(real)] if key == "bundles" else str(real)
     raw = {key: value}
-    params = runner.redact_parameters(raw)
+    params = redact.redact_parameters(raw)
     assert params != raw  # the redactor alone would break the path
-    runner._keep_real_paths(raw, params)
+    parameters.keep_real_paths(raw, params)
     assert params == raw
 
 
 def test_a_path_that_does_not_exist_stays_redacted() -> None:
     raw = {"results_file": "/nowhere/key=abc123def/r.json"}
-    params = runner.redact_parameters(raw)
-    runner._keep_real_paths(raw, params)
+    params = redact.redact_parameters(raw)
+    parameters.keep_real_paths(raw, params)
     assert "abc123def" not in str(params)
 
 
@@ -165,10 +165,10 @@ def test_restart_command_with_a_credential_is_refused_before_running(
 
 def test_restart_command_without_a_credential_is_not_refused() -> None:
     raw = {"restart_command": "docker restart my-vllm"}
-    runner._refuse_altered_targets(raw, runner.redact_parameters(raw))
+    parameters.refuse_altered_targets(raw, redact.redact_parameters(raw))
 
 
 def test_a_ray_address_with_credentials_is_refused_not_rewritten() -> None:
     raw = {"ray_address": "ray://admin:hunter2secret@head:10001"}
     with pytest.raises(runner.RunbookError, match="environment variable"):
-        runner._refuse_altered_targets(raw, runner.redact_parameters(raw))
+        parameters.refuse_altered_targets(raw, redact.redact_parameters(raw))

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from vllm_runbooks.prefix_cache import PrefixCacheCheck
-from vllm_runbooks.runner import load_run, run_runbook
+from vllm_runbooks.runjson import load_run
+from vllm_runbooks.runner import run_runbook
 from vllm_runbooks.scraps import read_scraps
 from vllm_runbooks.target import TargetHandle
 

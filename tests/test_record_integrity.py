@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,13 +20,14 @@ import pytest
 
 from conftest import REPO_ROOT
 from notebook_factory import make_template
-from vllm_runbooks import runner
+from vllm_runbooks import runjson, runner
 from vllm_runbooks.console.incident import Incident
 from vllm_runbooks.history.read import read_points
 from vllm_runbooks.record import RecordRefused, build_record
 from vllm_runbooks.record.sources import RunView
-from vllm_runbooks.runner import RunbookResult, record_run, run_json_digest, sha256_file
-from vllm_runbooks.stage import ArtefactError, latest_artefact, verify_artefact
+from vllm_runbooks.runjson import record_run, run_json_digest
+from vllm_runbooks.runner import RunbookResult
+from vllm_runbooks.stage import ArtefactError, latest_artefact, sha256_file, verify_artefact
 
 
 def _result(run_dir: Path, name: str = "smoke", status: str = "ok") -> RunbookResult:
@@ -59,7 +61,7 @@ def _write_run(run_dir: Path, entries: list[dict], files: dict[str, object]) -> 
 def test_an_edited_artefact_keeps_its_recorded_hash_and_new_files_are_added(tmp_path: Path) -> None:
     out = _write(tmp_path, "smoke/out.json", {"a": 1})
     record_run(tmp_path, _result(tmp_path))
-    recorded = runner.load_run(tmp_path)["artefacts"]["smoke/out.json"]
+    recorded = runjson.load_run(tmp_path)["artefacts"]["smoke/out.json"]
     out.write_text('{"a": 2}', encoding="utf-8")  # edited between two runbooks
     _write(tmp_path, "next/out.json", {"b": 1})
     data = record_run(tmp_path, _result(tmp_path, "next"))  # the next runbook's write
@@ -136,11 +138,11 @@ def test_cancel_replaces_the_killed_runners_running_entry(tmp_path: Path) -> Non
     notebook = tmp_path / "01_long_step.ipynb"
     notebook.write_text("{}", encoding="utf-8")
     entry = {"name": "long_step", "notebook": str(notebook), "status": "running", "started_at": "t0"}
-    entry |= {"pid": dead.pid, "host": runner.socket.gethostname()}
-    with runner._run_lock(tmp_path):
-        runner._record_run_locked(tmp_path, entry, "abc123")
+    entry |= {"pid": dead.pid, "host": socket.gethostname()}
+    with runjson._run_lock(tmp_path):
+        runjson._record_run_locked(tmp_path, entry, "abc123")
     incident.record_cancelled("long_step", "01_long_step.ipynb", {}, "t0", 1.0)
-    data = runner.load_run(tmp_path)
+    data = runjson.load_run(tmp_path)
     assert [(e["name"], e["status"]) for e in data["runbooks"]] == [("long_step", "cancelled")]
     assert data["status"] != "running"
     assert "attempts/01_long_step-cancelled-1.ipynb" in data["artefacts"]
@@ -150,10 +152,10 @@ def test_a_moved_attempt_keeps_its_recorded_hash(tmp_path: Path) -> None:
     notebook = tmp_path / "01_smoke.ipynb"
     notebook.write_text("{}", encoding="utf-8")
     record_run(tmp_path, _result(tmp_path))
-    recorded = runner.load_run(tmp_path)["artefacts"]["01_smoke.ipynb"]
+    recorded = runjson.load_run(tmp_path)["artefacts"]["01_smoke.ipynb"]
     notebook.write_text('{"edited": 1}', encoding="utf-8")
     Incident(tmp_path).prepare_rerun("01_smoke.ipynb")
-    manifest = runner.load_run(tmp_path)["artefacts"]
+    manifest = runjson.load_run(tmp_path)["artefacts"]
     assert "01_smoke.ipynb" not in manifest and manifest["attempts/01_smoke-failed-1.ipynb"] == recorded
     with pytest.raises(RecordRefused, match=r"01_smoke-failed-1\.ipynb: sha256 differs"):
         build_record(tmp_path)

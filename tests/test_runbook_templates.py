@@ -15,7 +15,8 @@ import papermill as pm
 import pytest
 
 from conftest import REPO_ROOT
-from vllm_runbooks.runner import available_runbooks, load_run, run_runbook
+from vllm_runbooks.runjson import load_run
+from vllm_runbooks.runner import available_runbooks, run_runbook
 from vllm_runbooks.runs import load_result
 from vllm_runbooks.scraps import read_scraps
 from vllm_runbooks.stage import Headline, result_class

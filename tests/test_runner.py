@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from notebook_factory import make_template
-from vllm_runbooks import runner
+from vllm_runbooks import parameters, runjson, runner, stage
 from vllm_runbooks.cli import main
 from vllm_runbooks.scraps import read_scraps
 
@@ -48,11 +48,11 @@ def test_new_run_dirs_are_distinct(tmp_path: Path) -> None:
 
 
 def test_cli_value_typing() -> None:
-    assert runner.coerce_cli_value("8") == 8
-    assert runner.coerce_cli_value("0.5") == 0.5
-    assert runner.coerce_cli_value("False") is False
-    assert runner.coerce_cli_value("None") is None
-    assert runner.coerce_cli_value("575.57.08") == "575.57.08"
+    assert parameters.coerce_cli_value("8") == 8
+    assert parameters.coerce_cli_value("0.5") == 0.5
+    assert parameters.coerce_cli_value("False") is False
+    assert parameters.coerce_cli_value("None") is None
+    assert parameters.coerce_cli_value("575.57.08") == "575.57.08"
 
 
 @pytest.mark.slow
@@ -67,13 +67,13 @@ def test_run_writes_notebook_html_and_run_json(templates: Path, tmp_path: Path) 
     # plotly.js is inlined (renders offline), not fetched from a CDN.
     assert not re.search(r"<script[^>]*src=[\"']https?://[^\"']*plot", page)
     assert "Plotly.newPlot" in page and len(page) > 1_000_000
-    run = runner.load_run(run_dir)
+    run = runjson.load_run(run_dir)
     assert run["status"] == "ok"
     entry = run["runbooks"][0]
     assert entry["headline"]["verdict"] == "pass"
     assert entry["parameters"]["run_dir"] == str(run_dir.resolve())
     assert set(run["artefacts"]) == {"01_smoke.ipynb", "01_smoke.html", "01_smoke.report.html"}
-    assert run["artefacts"]["01_smoke.ipynb"] == runner.sha256_file(nb)
+    assert run["artefacts"]["01_smoke.ipynb"] == stage.sha256_file(nb)
     assert run["versions"]["packages"]["papermill"]
 
 
@@ -85,7 +85,7 @@ def test_existing_notebook_is_never_overwritten(templates: Path, tmp_path: Path)
     with pytest.raises(runner.RunbookError, match="already exists"):
         runner.run_runbook("smoke", {}, run_dir, templates=templates)
     assert Path(first.notebook).read_bytes() == before
-    assert len(runner.load_run(run_dir)["runbooks"]) == 1
+    assert len(runjson.load_run(run_dir)["runbooks"]) == 1
 
 
 @pytest.mark.slow
@@ -102,7 +102,7 @@ def test_failing_cell_still_saves_notebook_and_html(templates: Path, tmp_path: P
     assert "An Exception was encountered" in top
     assert "collector exploded on purpose" in Path(result.html or "").read_text(encoding="utf-8")
     assert read_scraps(nb)["headline"]["verdict"] == "unknown"
-    run = runner.load_run(run_dir)
+    run = runjson.load_run(run_dir)
     assert run["status"] == "failed"
     assert [r["status"] for r in run["runbooks"]] == ["ok", "failed"]
 
@@ -155,7 +155,7 @@ def test_concurrent_records_are_not_lost(tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     def record(i: int) -> None:
-        runner.record_run(
+        runjson.record_run(
             tmp_path,
             runner.RunbookResult(
                 name=f"book{i}",
@@ -172,7 +172,7 @@ def test_concurrent_records_are_not_lost(tmp_path: Path) -> None:
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(record, range(40)))
-    names = {r["name"] for r in runner.load_run(tmp_path)["runbooks"]}
+    names = {r["name"] for r in runjson.load_run(tmp_path)["runbooks"]}
     assert names == {f"book{i}" for i in range(40)}
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from vllm_runbooks.cli import main
-from vllm_runbooks.runner import RunbookResult, record_run
+from vllm_runbooks.runjson import record_run
+from vllm_runbooks.runner import RunbookResult
 from vllm_runbooks.runs import compare_runs, list_runs, summarise_run
 
 

@@ -24,9 +24,10 @@ import yaml
 
 from conftest import REPO_ROOT
 from vllm_runbooks.cli import build_parser
+from vllm_runbooks.parameters import coerce_cli_value, load_param_file
 from vllm_runbooks.redact import redact_parameters
 from vllm_runbooks.runbook_params import declared_parameters
-from vllm_runbooks.runner import available_runbooks, coerce_cli_value, load_param_file
+from vllm_runbooks.runner import available_runbooks
 
 EXAMPLES = REPO_ROOT / "examples" / "scheduling"
 CRON_FIELD = re.compile(r"^(\*|\d+(-\d+)?)(/\d+)?(,(\*|\d+(-\d+)?)(/\d+)?)*$")

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from vllm_runbooks.canary.model import CanaryReport, Status, StepResult
-from vllm_runbooks.runner import RunbookResult, record_run
+from vllm_runbooks.runjson import record_run
+from vllm_runbooks.runner import RunbookResult
 from vllm_runbooks.runs import load_result
 from vllm_runbooks.stage import ArtefactError, Headline, StageResult, glue_result, result_class
 

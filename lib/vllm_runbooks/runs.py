@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from .records import Record
-from .runner import DEFAULT_RUNS_DIR, RUN_JSON, is_run_bookkeeping, read_run_json, run_json_edited, sha256_file
+from .runjson import RUN_JSON, is_run_bookkeeping, read_run_json, run_json_edited
+from .runner import DEFAULT_RUNS_DIR
+from .stage import sha256_file
 
 
 @dataclasses.dataclass

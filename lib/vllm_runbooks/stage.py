@@ -221,10 +221,10 @@ ARTEFACT_JSON_MAX_BYTES = 64 * 1024 * 1024
 def run_manifest(run_dir: str | Path) -> dict[str, str] | None:
     """The run's sha256 manifest (relative path → sha256), or None when the folder has no run.json.
 
-    Read through ``runner.read_run_json`` (the one bounded run.json reader); an unreadable or
+    Read through ``runjson.read_run_json`` (the one bounded run.json reader); an unreadable or
     edited run.json raises :class:`ArtefactError` naming it: its list cannot vouch for anything.
     """
-    from .runner import read_run_json, run_json_edited  # runner imports this module
+    from .runjson import read_run_json, run_json_edited  # runjson imports this module
 
     manifest_file = Path(run_dir) / RUN_JSON
     if not manifest_file.is_file():

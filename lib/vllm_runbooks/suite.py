@@ -19,7 +19,8 @@ from typing import Any
 
 from .artefacts import write_artefact
 from .records import Record, utc_now
-from .runner import RUN_JSON, RunbookError, available_runbooks, new_run_dir, run_runbook
+from .runjson import RUN_JSON
+from .runner import RunbookError, available_runbooks, new_run_dir, run_runbook
 
 SHARED = "shared"
 RECORD = "change_record"

@@ -67,7 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run one runbook; FAILED when a cell raised, VERDICT when the verdict is one to fail on."""
     from ..junit import write_junit
-    from ..runner import RunbookError, coerce_cli_value, load_param_file, run_runbook
+    from ..parameters import coerce_cli_value, load_param_file
+    from ..runner import RunbookError, run_runbook
 
     params: dict = {}
     if args.parameters_file:

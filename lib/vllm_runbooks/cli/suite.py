@@ -46,7 +46,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
     """OK when every runbook ran (or was skipped with a reason); FAILED when one failed or was refused;
     VERDICT when all ran and a verdict is one of ``--fail-on-verdict``."""
     from ..junit import write_junit
-    from ..runner import RunbookError, load_param_file
+    from ..parameters import load_param_file
+    from ..runner import RunbookError
     from ..suite import run_suite, suite_order
     from . import dump_json
     from .run import check_fail_on_verdict
@@ -94,7 +95,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
 def junit_results(result: object) -> list[dict]:
     """One JUnit entry per suite runbook: its run.json entry when it ran (steps, duration,
     headline), else what the suite knows (skipped or refused, with the reason)."""
-    from ..runner import load_run
+    from ..runjson import load_run
 
     try:
         recorded = load_run(result.run_dir).get("runbooks", [])  # type: ignore[attr-defined]

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..records import utc_now
-from ..runner import DEFAULT_RUNS_DIR, RUN_JSON, RunbookResult, move_artefact, new_run_dir, read_run_json, record_run
+from ..runjson import RUN_JSON, move_artefact, read_run_json, record_run
+from ..runner import DEFAULT_RUNS_DIR, RunbookResult, new_run_dir
 from ..runs import running_state
 
 ATTEMPTS = "attempts"

@@ -18,7 +18,8 @@ from .. import redact
 from ..artefacts import write_atomic
 from ..probe import DEFAULT_TIMEOUT_S, Options
 from ..records import utc_now
-from ..runner import new_run_dir, sha256_file
+from ..runner import new_run_dir
+from ..stage import sha256_file
 from .model import Evidence, Item
 from .registry import Context, run_collectors
 from .sources import BundleSource, LocalSource, Source

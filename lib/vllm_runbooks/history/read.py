@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Record
-from ..runner import RUN_JSON, read_run_json
+from ..runjson import RUN_JSON, read_run_json
 
 MAX_RUN_JSON = 4 << 20
 MAX_DEPTH = 3

