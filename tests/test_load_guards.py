@@ -16,11 +16,11 @@ import pytest
 
 from conftest import REPO_ROOT
 from vllm_runbooks.client import EndpointClient
+from vllm_runbooks.load.builtin_stages import _restarts, target_concurrency_check
 from vllm_runbooks.load.engine import Target
+from vllm_runbooks.load.registry import Budget, StageContext
 from vllm_runbooks.load.restart import restart_with_command
 from vllm_runbooks.load.stage import LIMITS, Config, run
-from vllm_runbooks.load.stage_defs import _restarts, target_concurrency_check
-from vllm_runbooks.load.stages import Budget, StageContext
 
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 from stream_server import StreamServer  # noqa: E402

@@ -16,11 +16,11 @@ import pytest
 
 from conftest import REPO_ROOT
 from fault_server import FaultServer
+from vllm_runbooks.load.registry import Budget, ramp_levels
 from vllm_runbooks.load.result import LoadCheckResult, StageStatus
 from vllm_runbooks.load.sampler import MetricsSample, sample_from_text, server_signals
 from vllm_runbooks.load.saturation import LevelPoint, knee, over_saturation
 from vllm_runbooks.load.stage import Config, format_plan, plan, run
-from vllm_runbooks.load.stages import Budget, ramp_levels
 from vllm_runbooks.target.server import free_port
 
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))

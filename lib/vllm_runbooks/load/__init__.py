@@ -3,7 +3,7 @@
     from vllm_runbooks.load import LoadSpec, run_load
     run = run_load("http://127.0.0.1:8000", payloads, LoadSpec(requests=200, concurrency=16))
 
-Stages live in a registry (``stages.register``), like the canary's steps.
+Stages live in a registry (``registry.register``; built-ins in ``builtin_stages``), like the canary's steps.
 """
 
 from .engine import Live, LoadRun, LoadSpec, Payload, Target, arrival_offsets, run_load

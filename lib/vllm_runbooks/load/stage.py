@@ -18,8 +18,8 @@ from ..client import EndpointClient
 from ..metrics import diff
 from ..records import Record, utc_now
 from .engine import Target
+from .registry import Budget, StageContext, ramp_levels, registered_stages
 from .result import LoadCheckResult, StageOutcome, StageStatus
-from .stages import Budget, StageContext, ramp_levels, registered_stages
 
 #: counters whose per-stage deltas are kept (canonical names; old spellings are accepted).
 STAGE_COUNTERS = (

@@ -13,10 +13,10 @@ from typing import Any
 
 from ..canary.steps.endpoint import IMAGE_REFUSAL
 from ..client import EndpointClient
+from .registry import StageContext, describe_errors, level_result, ramp_levels, register
 from .restart import RestartAttempt, restart_embedded, restart_with_command, server_identity
 from .result import StageStatus
 from .saturation import knee, over_saturation
-from .stages import StageContext, describe_errors, level_result, ramp_levels, register
 from .workload import image_payload, long_prompt, same_prefix_prompts, short_prompts, tool_payload
 
 

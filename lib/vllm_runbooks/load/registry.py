@@ -219,7 +219,7 @@ def register(name: str, title: str, order: float, *, needs_endpoint: bool = True
 
 def registered_stages() -> list[Stage]:
     """The built-in and user stages, in order."""
-    from . import stage_defs  # noqa: F401 - registers the built-in stages
+    from . import builtin_stages  # noqa: F401 - registers the built-in stages
 
     return sorted(STAGES.values(), key=lambda s: s.order)
 

@@ -1,0 +1,23 @@
+"""The change record's inputs that no runbook result holds.
+
+Why a module of its own: the assembly and the sections (baseline, rollback) all read these
+options; keeping them apart from the assembly lets the sections import them without a cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .compare import Thresholds
+
+
+@dataclass
+class RecordOptions:
+    """What the record cannot read from results: a hand-chosen path, dates, where rollbacks live."""
+
+    adopted_path: str | None = None
+    reevaluate_days: int = 30
+    today: str | None = None  # ISO date; None = today (UTC)
+    rollback_store: str | None = None
+    watch_hours: int = 24
+    thresholds: Thresholds = field(default_factory=Thresholds)

@@ -1,0 +1,111 @@
+"""What runbook 03 (canary steps) and runbook 05 (load stages) recorded, with citations.
+
+Why one module: the scope, the checklist, the baseline and the rollback conditions all ask the
+same questions of these results (did a step pass, did a stage pass, did restarts come back);
+answering them in one place keeps the record's sections agreeing with each other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .cite import Cite, short
+from .model import Citation
+from .sources import RunView
+
+LOAD_CHECK = "load_check"
+LOAD_FILE = "load/load_check.json"
+
+
+def canary_file(run: RunView) -> str | None:
+    """The newest listed canary report, the fallback citation for any canary step."""
+    return run.artefact("canary/canary_report.json")  # the newest attempt, as load_result reads it
+
+
+def step_file(run: RunView, step: str) -> str | None:
+    """The file that proves one canary step: its own step file, else the whole canary report."""
+    return run.artefact(f"canary/steps/{step}.json") or canary_file(run)
+
+
+def step_scope(run: RunView, steps: dict, name: str, cite: Cite) -> tuple[bool, str, list[Citation]]:
+    """(verified, reason, citations) of one canary step."""
+    entry = run.entry("canary_validation")
+    if entry is None:
+        return False, "runbook 03 (canary) did not run", []
+    if not steps:
+        return (
+            False,
+            f"runbook 03 left no canary report (status {entry.status}: {entry.error or 'no error recorded'})",
+            [],
+        )
+    step = steps.get(name)
+    if step is None:
+        return False, f"canary step {name!r} did not run (not in the canary report)", []
+    status, reason = step.get("status"), str(step.get("reason") or "")
+    rel = step_file(run, name)
+    if status == "pass" and rel:
+        return True, reason, [cite("canary_validation", rel, f"step {name}: pass", short(reason, 100))]
+    if status == "skip":
+        return False, f"canary step {name} skipped: {reason}", []
+    return False, f"canary step {name} {status}: {reason}", []
+
+
+def load_stages(run: RunView) -> dict[str, dict[str, Any]]:
+    """Runbook 05's stages by name (load/load_check.json; else the headline's status map)."""
+    data = run.read_json(LOAD_FILE)  # newest listed attempt
+    stages = data.get("stages") if isinstance(data, dict) else None
+    if isinstance(stages, list):
+        return {s["stage"]: s for s in stages if isinstance(s, dict) and isinstance(s.get("stage"), str)}
+    entry = run.entry(LOAD_CHECK)
+    status = entry.figures.get("stages") if entry else None
+    return (
+        {k: {"stage": k, "status": v, "reason": ""} for k, v in (status or {}).items()}
+        if isinstance(status, dict)
+        else {}
+    )
+
+
+def load_stage(run: RunView, stage: str) -> tuple[bool | None, str]:
+    """(passed, reason) of one runbook 05 stage; None when 05 did not run or did not record it."""
+    entry = run.entry(LOAD_CHECK)
+    if entry is None:
+        return None, "runbook 05 (load check) did not run"
+    if entry.status != "ok":
+        return None, f"runbook 05 (load check) failed: {entry.error or 'no error recorded'}"
+    found = load_stages(run).get(stage)
+    if found is None:
+        return None, f"runbook 05 recorded no {stage!r} stage"
+    status, reason = found.get("status"), str(found.get("reason") or "")
+    return status == "pass", f"runbook 05 stage {stage}: {status}" + (f" ({reason})" if reason else "")
+
+
+def load_restarts(run: RunView) -> tuple[bool | None, str]:
+    """Restart stability: runbook 05's health stage restarted the server N times, each healthy again."""
+    ok, reason = load_stage(run, "health")
+    if ok is None:
+        return None, reason
+    details = load_stages(run).get("health", {}).get("details")
+    restarts = details.get("restarts") if isinstance(details, dict) else None
+    if not restarts or not isinstance(restarts, list):
+        return None, "runbook 05 ran without restarts (give restart_count with restart_command or restart_target)"
+    bad = [r for r in restarts if not (isinstance(r, dict) and r.get("ok"))]
+    if bad:
+        return False, f"runbook 05: {len(bad)} of {len(restarts)} restarts did not come back healthy"
+    # A result saved before restarts had to be observed (health dropped or identity changed) may
+    # count the old server answering as a restart: such a result proves nothing.
+    unseen = [r for r in restarts if not r.get("observed")]
+    if unseen:
+        return None, f"runbook 05: {len(unseen)} of {len(restarts)} restarts were not observed to happen"
+    times = [r.get("seconds_to_healthy") for r in restarts]
+    return True, f"runbook 05: {len(restarts)} restarts, healthy again after {times} s"
+
+
+def cite_load(run: RunView, cite: Cite, what: str, value: Any) -> list[Citation]:
+    """A citation of runbook 05's result (its JSON, else its notebook); none when neither is listed."""
+    rel = run.artefact(LOAD_FILE)
+    if rel:
+        return [cite(LOAD_CHECK, rel, what, value)]
+    entry = run.entry(LOAD_CHECK)
+    if entry and entry.notebook and entry.notebook in run.manifest:
+        return [cite(LOAD_CHECK, entry.notebook, what, value)]
+    return []
