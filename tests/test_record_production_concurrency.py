@@ -12,19 +12,21 @@ from pathlib import Path
 import pytest
 
 from vllm_runbooks.record import build_record
+from vllm_runbooks.runjson import run_json_digest
 from vllm_runbooks.stage import sha256_file
 
 STAGES = [{"stage": "ramp", "status": "pass", "reason": "knee at concurrency 4 (reached 8)"}]
 
 
 def _run(run_dir: Path, figures: dict) -> Path:
-    """A run folder as the runner leaves it: runbook 05's result plus run.json with its sha256."""
+    """A run folder as the runner leaves it: runbook 05's result plus run.json with its sha256, signed."""
     rel = "load/load_check.json"
     (run_dir / "load").mkdir(parents=True)
     (run_dir / rel).write_text(json.dumps({"schema": "load_check_result", "stages": STAGES}), encoding="utf-8")
     head = {"runbook": "load_check", "verdict": "pass", "figures": {"stages": {"ramp": "pass"}, **figures}}
     entry = {"name": "load_check", "status": "ok", "headline": head, "parameters": {"max_concurrency": 8}}
     run = {"schema": "run", "run_id": run_dir.name, "runbooks": [entry], "artefacts": {rel: sha256_file(run_dir / rel)}}
+    run["signature"] = {"sha256": run_json_digest(run)}  # signed, as the runner signs it
     (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
     return run_dir
 

@@ -40,10 +40,6 @@ from .runjson import RUN_JSON, read_run_json, record_run, record_running, run_js
 from .scraps import read_scraps
 from .stage import Headline
 
-# record/ (integrity, sources) still imports RUN_JSON, read_run_json, run_json_edited and this
-# name from here; new code imports them from runjson and stage.
-from .stage import sha256_file as sha256_file
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUNBOOKS_DIR = Path(os.environ.get("VLLM_RUNBOOKS_TEMPLATES", REPO_ROOT / "runbooks"))
 DEFAULT_RUNS_DIR = Path(os.environ.get("VLLM_RUNBOOKS_RUNS", REPO_ROOT / "runs"))

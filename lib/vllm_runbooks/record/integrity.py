@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..runner import RUN_JSON, run_json_edited, sha256_file
+from ..runjson import RUN_JSON, run_json_edited
+from ..stage import sha256_file
 from .sources import RecordRefused, RunView
 
 #: Files the runner itself may legitimately touch after recording (the lock) are never listed.

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bounded import load_json
-from ..runner import RUN_JSON, read_run_json
+from ..runjson import RUN_JSON, read_run_json
 from ..scraps import read_scraps
 from ..stage import ArtefactError, latest_artefact
 
