@@ -105,7 +105,9 @@ def test_cancel_stops_the_step_and_its_kernel(tmp_path: Path, monkeypatch: pytes
     job.start()
     assert started.wait(120), f"no progress line; last: {job.last_line!r}"
     family = psutil.Process(job._proc.pid).children(recursive=True)  # the kernel among them
-    assert job.cancel() and job.wait(60) is not None and job.returncode != 0
+    # The console decides "cancelled" from the cancel itself, not from the exit code: once seen
+    # (once in ~10 loaded runs) the killed runner reported 0, so the code is not asserted here.
+    assert job.cancel() and job.wait(60) is not None and job.cancelled
     assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     incident.record_cancelled("long_step", "01_long_step.ipynb", {}, job.started_at, job.elapsed_s)
     (entry,) = json.loads((incident.run_dir / "run.json").read_text())["runbooks"]
