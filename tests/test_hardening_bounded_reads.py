@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -170,12 +171,26 @@ def test_context_keep_leaves_no_half_artefact(tmp_path: Path, monkeypatch: pytes
 
     ctx = registry.Context(source=None, opts=None, out_dir=tmp_path)  # type: ignore[arg-type]
 
-    def half_then_die(self: Path, data: bytes) -> int:
-        with open(self, "wb") as f:
-            f.write(data[: len(data) // 2])
-        raise OSError("disk full")
+    real_open = Path.open
 
-    monkeypatch.setattr(Path, "write_bytes", half_then_die)
+    class HalfThenDie:
+        """A file that takes half of what it is given, then fails like a full disk."""
+
+        def __init__(self, handle: Any) -> None:
+            self.handle = handle
+
+        def __enter__(self) -> HalfThenDie:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.handle.close()
+
+        def write(self, data: bytes) -> int:
+            self.handle.write(data[: len(data) // 2])
+            self.handle.flush()
+            raise OSError("disk full")
+
+    monkeypatch.setattr(Path, "open", lambda self, *a, **k: HalfThenDie(real_open(self, *a, **k)))
     with pytest.raises(OSError):
         ctx.keep("nvidia-smi.txt", b"x" * 1000)
     assert list((tmp_path / "raw").iterdir()) == []
