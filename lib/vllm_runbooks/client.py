@@ -346,6 +346,10 @@ class EndpointClient:
             if self.cancelled:
                 return fail(self._cancelled_failure(str(exc)))
             return fail(Failure(FailureKind.CLIENT_ERROR, self._mask(f"{type(exc).__name__}: {exc}")))
+        if self.cancelled:
+            # abort() shut the socket down mid-body: what was read ends early, it is not the reply
+            # (without this a trickled '{' read as malformed JSON, a race seen in CI).
+            return fail(self._cancelled_failure(f"{len(raw)} bytes read before the abort"))
         elapsed = time.monotonic() - start
         text = raw.decode(encoding, errors="replace")
         if not expect_json:
