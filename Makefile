@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 
 .PHONY: demo test lab lint install target clean-runs
 
-$(BASE_STAMP): pyproject.toml
+$(BASE_STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
@@ -42,8 +42,11 @@ test: $(TARGET_STAMP) $(FLEET_STAMP)
 demo: $(TARGET_STAMP)
 	$(PY) scripts/demo.py
 
+# A workspace (vllm-runbooks init): runbooks, incident console, example parameters; runs in lab/runs.
+LAB ?= lab
 lab: $(BASE_STAMP)
-	$(VENV)/bin/jupyter lab --notebook-dir=.
+	test -e $(LAB)/.vllm-runbooks-workspace || $(VENV)/bin/vllm-runbooks init $(LAB)
+	$(VENV)/bin/jupyter lab --notebook-dir=$(LAB)
 
 clean-runs:
 	@echo "runs/ holds change evidence; remove it by hand if you really mean to."

@@ -15,8 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from vllm_runbooks.runner import available_runbooks, new_run_dir
-from vllm_runbooks.suite import SuiteEntry, SuiteResult, run_suite, template_parameters
+from vllm_runbooks.execution.runner import new_run_dir
+from vllm_runbooks.execution.suite import SuiteEntry, SuiteResult, run_suite
+from vllm_runbooks.execution.templates import available_runbooks, parameter_defaults
 
 REPO = Path(__file__).resolve().parents[1]
 INCIDENTS = REPO / "examples" / "incidents"
@@ -74,7 +75,7 @@ def main() -> int:
             optional = {"load_check": LOAD_DEMO, "fleet_survey": {}}
             for name, section in optional.items():
                 if name in books:
-                    declared = template_parameters(books[name])
+                    declared = parameter_defaults(books[name])
                     params[name] = {k: v for k, v in section.items() if k in declared}
             params = {k: v for k, v in params.items() if k == "shared" or k in books}
             after = _suite("demo-after-r580", params, Path(before.run_dir))

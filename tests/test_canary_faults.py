@@ -20,8 +20,8 @@ import pytest
 
 from fault_server import FaultServer
 from vllm_runbooks.canary import STEPS, Status, register, run_canary, skipped
-from vllm_runbooks.runner import run_runbook
-from vllm_runbooks.scraps import read_scraps
+from vllm_runbooks.execution.runner import run_runbook
+from vllm_runbooks.execution.scraps import read_scraps
 
 ENDPOINT_STEPS = ("model_load", "short_text", "image_input", "tool_calling", "structured_agent")
 

@@ -13,9 +13,9 @@ import pytest
 
 from vllm_runbooks.canary import CanaryReport, Status, load_tool_suite, run_canary
 from vllm_runbooks.canary.toolcheck import schema_errors
-from vllm_runbooks.runjson import load_run
-from vllm_runbooks.runner import run_runbook
-from vllm_runbooks.scraps import read_scraps
+from vllm_runbooks.execution.runjson import load_run
+from vllm_runbooks.execution.runner import run_runbook
+from vllm_runbooks.execution.scraps import read_scraps
 from vllm_runbooks.target import TargetHandle
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
@@ -153,7 +153,7 @@ def test_runbook_03_against_the_real_server(target: TargetHandle, tmp_path: Path
     assert {f"canary_{s}" for s in SERVING} <= set(scraps) and scraps["canary_report"]["verdict"] == "incomplete"
     assert result.html and "Canary verdict" in Path(result.html).read_text()
     assert (run / "canary" / "canary_report.json").is_file()
-    from vllm_runbooks.runs import load_result
+    from vllm_runbooks.execution.runs import load_result
 
     saved = load_result(run, "canary_validation")
     assert saved.headline().to_dict() == head and saved.step("tool_calling").status.value == "pass"

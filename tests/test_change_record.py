@@ -15,14 +15,14 @@ import pytest
 
 from conftest import R575_PLANTED, REPO_ROOT
 from notebook_factory import make_template
+from vllm_runbooks.execution.runjson import load_run
+from vllm_runbooks.execution.runner import RunbookError
+from vllm_runbooks.execution.runs import load_result
+from vllm_runbooks.execution.suite import run_suite
 from vllm_runbooks.record import RecordRefused, build_record, to_html, to_markdown
-from vllm_runbooks.runjson import load_run
-from vllm_runbooks.runner import RunbookError
-from vllm_runbooks.runs import load_result
-from vllm_runbooks.suite import run_suite
 
 OK_BODY = [
-    "from vllm_runbooks.scraps import glue\nfrom vllm_runbooks.artefacts import write_artefact",
+    "from vllm_runbooks.execution.scraps import glue\nfrom vllm_runbooks.artefacts import write_artefact",
     "write_artefact(run_dir, 'smoke/out.json', {'launch': launch_command})",
     "glue('headline', {'runbook': 'smoke', 'verdict': 'pass', 'figures': {'launch': launch_command}})",
 ]
@@ -145,8 +145,7 @@ def test_markdown_escapes_table_cells_and_html_is_offline(tmp_path: Path) -> Non
 
 def _write_run(run_dir: Path, entries: list[dict], files: dict[str, dict]) -> None:
     """A run directory as the runner leaves it: artefacts plus run.json with their sha256, signed."""
-    from vllm_runbooks.runjson import run_json_digest
-    from vllm_runbooks.stage import sha256_file
+    from vllm_runbooks.execution.runjson import run_json_digest, sha256_file
 
     for rel, data in files.items():
         (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)

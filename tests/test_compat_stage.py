@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from vllm_runbooks.compat.stage import CompatResult, Config, decide_gathered, gather, run
-from vllm_runbooks.runner import run_runbook
-from vllm_runbooks.runs import load_result
-from vllm_runbooks.stage import ArtefactError
+from vllm_runbooks.execution.runjson import ArtefactError
+from vllm_runbooks.execution.runner import run_runbook
+from vllm_runbooks.execution.runs import load_result
 
 TODAY = dt.date(2026, 11, 29)
 SEED_LOG = (
@@ -136,8 +136,8 @@ def test_result_is_saved_and_read_back_typed_and_a_changed_file_is_refused(tmp_p
 
 
 def test_a_tampered_decision_is_refused_naming_it(tmp_path: Path) -> None:
-    from vllm_runbooks.runjson import record_run
-    from vllm_runbooks.runner import RunbookResult
+    from vllm_runbooks.execution.runjson import record_run
+    from vllm_runbooks.execution.runner import RunbookResult
 
     run_dir = _evidence(tmp_path)
     run(Config(run_dir=str(run_dir), today=TODAY.isoformat())).save(run_dir)

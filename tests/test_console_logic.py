@@ -14,7 +14,8 @@ from notebook_factory import make_template
 from vllm_runbooks.console import Incident, StepJob, StepState, load_plan, step_states
 from vllm_runbooks.console.incident import StepRecord
 from vllm_runbooks.console.plan import guidance_for
-from vllm_runbooks.runner import RUNBOOKS_DIR, available_runbooks
+from vllm_runbooks.execution.templates import available_runbooks
+from vllm_runbooks.resources import templates_dir
 
 
 def _rec(runbook: str, status: str = "ok", verdict: str | None = "x") -> StepRecord:
@@ -33,7 +34,7 @@ def test_plan_follows_the_installed_templates(tmp_path: Path) -> None:
     assert canary.from_incident == ["evidence_dir"]
     # before the merge of 05: only 01 and 02 installed → the rest unavailable, nothing crashes
     for name in ("01_evidence_capture.ipynb", "02_compatibility_decision.ipynb"):
-        (tmp_path / name).write_bytes((RUNBOOKS_DIR / name).read_bytes())
+        (tmp_path / name).write_bytes((templates_dir() / name).read_bytes())
     small = load_plan(templates=tmp_path)
     assert [s.available for s in small] == [True, True, False, False, False, False]
 
@@ -74,7 +75,7 @@ def test_incident_dirs_are_new_and_reopenable(tmp_path: Path) -> None:
 
 def test_parameter_widgets_round_trip() -> None:
     from vllm_runbooks.console.ui import param_widget, widget_value
-    from vllm_runbooks.runbook_params import Parameter
+    from vllm_runbooks.execution.templates import Parameter
 
     for param, typed, expected in [
         (Parameter("flag", False, "bool"), True, True),

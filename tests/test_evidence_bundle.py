@@ -14,7 +14,7 @@ import pytest
 from conftest import R575, R575_PLANTED, R580
 from vllm_runbooks import probe
 from vllm_runbooks.evidence import Evidence, collect_evidence
-from vllm_runbooks.runs import load_result
+from vllm_runbooks.execution.runs import load_result
 
 PLANTED = list(R575_PLANTED)
 

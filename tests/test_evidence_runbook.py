@@ -10,9 +10,9 @@ import nbformat
 import pytest
 
 from conftest import R575, R575_PLANTED
+from vllm_runbooks.execution.runs import load_result
+from vllm_runbooks.execution.scraps import read_scraps
 from vllm_runbooks.redact import redact_parameters
-from vllm_runbooks.runs import load_result
-from vllm_runbooks.scraps import read_scraps
 
 ROOT = Path(__file__).parents[1]
 NOTEBOOK = ROOT / "runbooks" / "01_evidence_capture.ipynb"

@@ -18,7 +18,7 @@ from conftest import REPO_ROOT, TESTS_DIR
 from notebook_factory import make_template
 from vllm_runbooks.cli import exit_codes, main
 from vllm_runbooks.cli.run import check_fail_on_verdict, verdict_table, verdict_vocabulary
-from vllm_runbooks.runner import RunbookError
+from vllm_runbooks.execution.runner import RunbookError
 from vllm_runbooks.stage import RESULT_MODULES, result_class
 
 SCHEMA = xmlschema.XMLSchema(str(TESTS_DIR / "data" / "junit" / "junit.xsd"))
@@ -73,7 +73,7 @@ def test_readme_verdict_table_equals_the_code() -> None:
 
 
 OK_BODY = [
-    "from vllm_runbooks.scraps import glue",
+    "from vllm_runbooks.execution.scraps import glue",
     "glue('headline', {'runbook': 'smoke', 'verdict': 'pass', 'figures': {'steps': {'ping': 'pass', 'pong': 'fail'}}})",
 ]
 

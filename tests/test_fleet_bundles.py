@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import INCIDENTS, R575_PLANTED, REPO_ROOT
-from vllm_runbooks import runs
+from vllm_runbooks.execution import runs
 from vllm_runbooks.fleet import Config, FleetResult, run
 from vllm_runbooks.fleet.bundles import find_bundles, node_name
 from vllm_runbooks.fleet.model import TABLE_COLUMNS

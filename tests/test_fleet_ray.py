@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from conftest import R575, R575_PLANTED, R580, REPO_ROOT
-from vllm_runbooks import runs
 from vllm_runbooks.cli import main
+from vllm_runbooks.execution import runs
 from vllm_runbooks.fleet import Config, run
 from vllm_runbooks.fleet.nodeprobe import TEST_SEAM_ENV
 

@@ -126,20 +126,20 @@ DEEP = "[" * 200_000
 
 
 def test_hand_made_evidence_and_run_records_nested_deep(tmp_path: Path) -> None:
-    from vllm_runbooks import runs, stage
     from vllm_runbooks.evidence.model import Evidence
+    from vllm_runbooks.execution import runjson, runs
 
     (tmp_path / "evidence.json").write_text(DEEP)
-    with pytest.raises(stage.ArtefactError, match="nested too deeply"):
+    with pytest.raises(runjson.ArtefactError, match="nested too deeply"):
         Evidence.load(tmp_path / "evidence.json")
     run = tmp_path / "run"
     run.mkdir()
     (run / "decision.json").write_text(DEEP)
-    with pytest.raises(stage.ArtefactError, match="nested too deeply"):
-        stage.read_artefact_json(run, "decision.json")
+    with pytest.raises(runjson.ArtefactError, match="nested too deeply"):
+        runjson.read_artefact_json(run, "decision.json")
     (run / "run.json").write_text(DEEP)
-    with pytest.raises(stage.ArtefactError, match="run manifest unreadable"):
-        stage.verify_artefact(run, run / "decision.json")
+    with pytest.raises(runjson.ArtefactError, match="run manifest unreadable"):
+        runjson.verify_artefact(run, run / "decision.json")
     assert "run.json" in runs.load_results(run).refused
 
 

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from notebook_factory import make_template
-from vllm_runbooks import notebook_output, parameters, redact, runjson, runner
+from vllm_runbooks import redact
 from vllm_runbooks.cli import main
-from vllm_runbooks.runs import list_runs, summarise_run
+from vllm_runbooks.execution import notebook_output, parameters, runjson, runner
+from vllm_runbooks.execution import templates as templates_mod
+from vllm_runbooks.execution.runs import list_runs, summarise_run
 
 INJECTION = "x=1;__import__('os').system('touch {}');y"
 
@@ -60,13 +62,13 @@ def test_bad_yaml_parameters_file_is_a_clear_refusal(tmp_path: Path, capsys: pyt
 
 
 def test_parameter_types_follow_the_declared_defaults() -> None:
-    declared = parameters.declared_parameters(runner.resolve_runbook("compatibility_decision"))
+    declared = templates_mod.parameter_defaults(templates_mod.resolve_runbook("compatibility_decision"))
     assert "log_paths" in declared and declared["log_paths"] == []
     checked = parameters.check_parameters("compatibility_decision", declared, {"log_paths": "/var/log/vllm.log"})
     assert checked["log_paths"] == ["/var/log/vllm.log"]
     with pytest.raises(runner.RunbookError, match="maintenance_window_available.*true or false"):
         parameters.check_parameters("x", declared, {"maintenance_window_available": "yes"})
-    declared01 = parameters.declared_parameters(runner.resolve_runbook("evidence_capture"))
+    declared01 = templates_mod.parameter_defaults(templates_mod.resolve_runbook("evidence_capture"))
     for bad in (-5, 0, 10**9, float("nan"), "１２", True):
         with pytest.raises(runner.RunbookError, match="collector_timeout_s"):
             parameters.check_parameters("evidence_capture", declared01, {"collector_timeout_s": bad})
@@ -182,7 +184,7 @@ def test_runs_and_compare_survive_non_object_run_json(tmp_path: Path, capsys: py
     assert [r.status for r in runs] == ["unreadable", "unreadable", "unreadable"]
     assert "not an object" in (runs[0].reason or "") and "not an object" in (runs[1].reason or "")
     assert "nested too deeply" in (runs[2].reason or "")
-    assert main(["runs", "--base", str(tmp_path)]) == 0
+    assert main(["runs", "--runs-dir", str(tmp_path)]) == 0
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import R575, R575_PLANTED
-from vllm_runbooks import runner
 from vllm_runbooks.cli import main
+from vllm_runbooks.execution import runner
 
 ENV = [
     "NGC_API_KEY=nvapi-E2eEnvNgcKey01abcdefgh",

@@ -17,8 +17,9 @@ import pytest
 
 from browser_fixtures import offline_page, screenshot
 from conftest import R575
-from vllm_runbooks.offline_html import offline_html_exporter
-from vllm_runbooks.runner import available_runbooks, run_runbook
+from vllm_runbooks.execution.offline_html import offline_html_exporter
+from vllm_runbooks.execution.runner import run_runbook
+from vllm_runbooks.execution.templates import available_runbooks
 
 #: runbooks that need no server: parameters, and the runbooks that must run first into the same run dir
 LOCAL = {

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -26,6 +25,7 @@ import pytest
 from browser_fixtures import screenshot
 from conftest import R575, REPO_ROOT
 from fault_server import FaultServer
+from vllm_runbooks.workspace import init_workspace
 
 pytestmark = [pytest.mark.slow]
 
@@ -41,9 +41,9 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """One JupyterLab for the module, isolated from the user's Jupyter config and workspaces."""
-    root = tmp_path_factory.mktemp("lab")
-    shutil.copy(REPO_ROOT / "notebooks" / "incident_console.ipynb", root / "incident_console.ipynb")
+    """JupyterLab on a workspace written by ``vllm-runbooks init`` (as ``make lab`` does), isolated
+    from the user's Jupyter config; no runs directory is set: the workspace's own is used."""
+    root = init_workspace(tmp_path_factory.mktemp("lab") / "workspace")
     home = tmp_path_factory.mktemp("jupyter-home")
     (home / "config").mkdir()
     (home / "config" / "jupyter_server_config.json").write_text(
@@ -58,7 +58,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "lib"), os.environ.get("PYTHONPATH", "")]),
-        "VLLM_RUNBOOKS_RUNS": str(root / "runs"),
         "JUPYTER_CONFIG_DIR": str(home / "config"),
         "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
         "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
@@ -199,6 +198,7 @@ def test_console_walks_the_incident_in_a_browser(lab: dict[str, Any], lab_page: 
         fault.close()
     screenshot(_step(page, "prefix_cache_check"), "console-4b-cancelled")
     incident = Path(page.locator("code.vr-incident-dir").inner_text().strip())
+    assert incident.parent == lab["root"] / "runs", "a console opened in a workspace keeps its runs there"
     entries = json.loads((incident / "run.json").read_text())["runbooks"]
     assert [(e["name"], e["status"]) for e in entries] == [
         ("evidence_capture", "ok"),

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from conftest import INCIDENTS
-from vllm_runbooks.runjson import load_run
-from vllm_runbooks.runner import run_runbook
-from vllm_runbooks.runs import load_result
+from vllm_runbooks.execution.runjson import load_run
+from vllm_runbooks.execution.runner import run_runbook
+from vllm_runbooks.execution.runs import load_result
 
 PLOTLY = "application/vnd.plotly.v1+json"
 

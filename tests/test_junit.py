@@ -19,7 +19,7 @@ from conftest import REPO_ROOT, TESTS_DIR
 from fault_server import FaultServer
 from vllm_runbooks.cli.exit_codes import REFUSED as EXIT_REFUSED
 from vllm_runbooks.cli.exit_codes import VERDICT as EXIT_VERDICT
-from vllm_runbooks.junit import junit_document
+from vllm_runbooks.execution.junit import junit_document
 
 SCHEMA = xmlschema.XMLSchema(str(TESTS_DIR / "data" / "junit" / "junit.xsd"))
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_runbooks.runner import run_runbook
+from vllm_runbooks.execution.runner import run_runbook
 from vllm_runbooks.target import TargetHandle
 
 #: the demo's caps (scripts/demo.py uses the same; see the issue-11 report).

@@ -29,7 +29,7 @@ def _environment_deps() -> tuple[dict[str, str], list[str]]:
             continue
         deps[_name(entry)] = entry.replace(" ", "")
     for line in pip_lines:
-        if not line.startswith("-"):
+        if not line.startswith("-") and line != ".":  # "." is the project itself
             deps[_name(line)] = line.replace(" ", "")
     return deps, pip_lines
 
@@ -39,7 +39,8 @@ def test_environment_yml_matches_pyproject() -> None:
     env, pip_lines = _environment_deps()
     env.pop("python"), env.pop("pip")
     assert project == env
-    assert "-e .[dev]" in pip_lines
+    assert "." in pip_lines, "the package itself, built as a wheel like pip does"
+    assert not [line for line in pip_lines if line.startswith("-e")], "an editable install ties conda to the checkout"
 
 
 def test_console_script_declared() -> None:

@@ -11,14 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from vllm_runbooks import parameters, redact, runner
+from vllm_runbooks import redact
 from vllm_runbooks.cli import exit_codes, main
+from vllm_runbooks.execution import parameters, runner, templates
 
 #: Parameters of the shipped templates that do NOT name files or folders the runbook reads.
 #: A new parameter must be added here or be path-like (parameters.is_path_parameter): the test below
 #: fails otherwise, so nobody forgets to decide.
 NOT_PATHS = {
     "adopted_path",  # a decision path of runbook 02 (matches the naming rule; harmless: kept only if it exists)
+    "allreduce_timeout_s",
     "api_key_env",
     "brand",
     "can_maintain_custom_build",
@@ -26,6 +28,7 @@ NOT_PATHS = {
     "compat_libs",
     "compute_capability",
     "container",
+    "context_margin_tokens",
     "driver_version",
     "endpoint",
     "few_nodes",
@@ -37,20 +40,24 @@ NOT_PATHS = {
     "image_tools_requests",
     "input_words",
     "isolated_environment_available",
+    "kv_stop_fraction",
     "latency_regression_pct",
     "launch_command",
     "level_requests",
     "level_seconds",
+    "level_warmup_requests",
     "long_context_tokens",
     "maintenance_window_available",
     "max_concurrency",
     "max_error_rate",
     "max_requests",
+    "max_restarts",
     "max_runs",
     "max_seconds",
     "max_tokens",
     "metrics_interval_s",
     "min_knee_concurrency",
+    "min_requests_for_stop",
     "model",
     "node_timeout_s",
     "nvidia_require_cuda",
@@ -59,6 +66,7 @@ NOT_PATHS = {
     "probe_container",
     "probe_image",
     "profile",
+    "ramp_factor",
     "ray_address",
     "recovery_deadline_hours",
     "reevaluate_days",
@@ -67,10 +75,14 @@ NOT_PATHS = {
     "restart_command",
     "restart_count",
     "restart_target",
+    "restart_timeout_s",
     "retention_check",
     "rollback_store",  # recorded (redacted), never read
     "same_prefix_requests",
     "same_prefix_tokens",
+    "saturation_max_efficiency",
+    "saturation_slope",
+    "saturation_window",
     "seed",
     "shared_nodes_can_stop",
     "shared_prompt_tokens",
@@ -79,13 +91,14 @@ NOT_PATHS = {
     "stage_seconds",
     "stages",
     "step_timeout_s",
+    "steps",
     "today",
     "tool_accuracy_drop",
     "tool_accuracy_threshold",
     "tool_calls",
-    "wave_size",
     "want_prefix_caching",
     "watch_hours",
+    "wave_size",
     "workers",
 }
 
@@ -101,7 +114,7 @@ ADDED_BY_REVIEW = (
 
 
 def _declared() -> dict[str, set[str]]:
-    return {name: set(parameters.declared_parameters(path)) for name, path in runner.available_runbooks().items()}
+    return {name: set(templates.parameter_defaults(path)) for name, path in templates.available_runbooks().items()}
 
 
 def test_every_parameter_of_every_template_is_classified_path_or_not() -> None:

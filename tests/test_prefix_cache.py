@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from vllm_runbooks.execution.scraps import read_scraps
 from vllm_runbooks.metrics import parse_metrics
 from vllm_runbooks.prefix_cache import (
     CounterDeltas,
@@ -29,7 +30,6 @@ from vllm_runbooks.prefix_cache import (
     load_requests,
 )
 from vllm_runbooks.prefix_cache.sources import from_launch, from_log
-from vllm_runbooks.scraps import read_scraps
 
 DATA = Path(__file__).parent / "data" / "prefix_cache"
 METRICS = Path(__file__).parent / "data" / "metrics" / "vllm-0.32.0-cpu.txt"
@@ -511,7 +511,7 @@ def test_runbook_template_shape() -> None:
 
 @pytest.mark.slow
 def test_runbook_runs_without_a_server(tmp_path: Path) -> None:
-    from vllm_runbooks.runner import run_runbook
+    from vllm_runbooks.execution.runner import run_runbook
 
     jsonl = _planted_jsonl(tmp_path / "planted.jsonl")
     run_dir = tmp_path / "run"
@@ -585,7 +585,7 @@ def test_planted_secrets_never_reach_snippets_html_scraps_or_check_json(tmp_path
     saved = path.read_text(encoding="utf-8")
     assert "PLANT" not in saved and "<redacted:" in saved
     assert json.loads(saved)["mismatch"]["cause"] == "system_prompt"
-    from vllm_runbooks.runs import load_result
+    from vllm_runbooks.execution.runs import load_result
 
     back = load_result(run_dir, "prefix_cache_check")  # typed, nested records and all
     assert back.mismatch.cause == "system_prompt" and back.mismatch.example.looks_like == "timestamp"

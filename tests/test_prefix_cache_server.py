@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from vllm_runbooks.execution.runjson import load_run
+from vllm_runbooks.execution.runner import run_runbook
+from vllm_runbooks.execution.scraps import read_scraps
 from vllm_runbooks.prefix_cache import PrefixCacheCheck
-from vllm_runbooks.runjson import load_run
-from vllm_runbooks.runner import run_runbook
-from vllm_runbooks.scraps import read_scraps
 from vllm_runbooks.target import TargetHandle
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
@@ -195,7 +195,7 @@ def test_runbook_04_headline(target: TargetHandle, tmp_path: Path) -> None:
         "runbook:", {k: figs[k] for k in ("cached_tokens_later_min", "queries_delta", "hits_delta")}, result.duration_s
     )
     assert "prefix_cache/check.json" in load_run(run_dir)["artefacts"]
-    from vllm_runbooks.runs import load_result
+    from vllm_runbooks.execution.runs import load_result
 
     saved = load_result(run_dir, "prefix_cache_check")
     assert saved.headline().to_dict() == result.headline and saved.experiment.observations[1].cached_tokens > 0

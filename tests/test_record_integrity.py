@@ -20,14 +20,20 @@ import pytest
 
 from conftest import REPO_ROOT
 from notebook_factory import make_template
-from vllm_runbooks import runjson, runner
 from vllm_runbooks.console.incident import Incident
+from vllm_runbooks.execution import runjson, runner
+from vllm_runbooks.execution.runjson import (
+    ArtefactError,
+    latest_artefact,
+    record_run,
+    run_json_digest,
+    sha256_file,
+    verify_artefact,
+)
+from vllm_runbooks.execution.runner import RunbookResult
 from vllm_runbooks.history.read import read_points
 from vllm_runbooks.record import RecordRefused, build_record
 from vllm_runbooks.record.sources import RunView
-from vllm_runbooks.runjson import record_run, run_json_digest
-from vllm_runbooks.runner import RunbookResult
-from vllm_runbooks.stage import ArtefactError, latest_artefact, sha256_file, verify_artefact
 
 
 def _result(run_dir: Path, name: str = "smoke", status: str = "ok") -> RunbookResult:

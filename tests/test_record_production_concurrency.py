@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from vllm_runbooks.execution.runjson import run_json_digest, sha256_file
 from vllm_runbooks.record import build_record
-from vllm_runbooks.runjson import run_json_digest
-from vllm_runbooks.stage import sha256_file
 
 STAGES = [{"stage": "ramp", "status": "pass", "reason": "knee at concurrency 4 (reached 8)"}]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from vllm_runbooks.execution.scraps import SCRAP_MIME, read_scraps
 from vllm_runbooks.records import Record, to_jsonable
-from vllm_runbooks.scraps import SCRAP_MIME, read_scraps
 
 
 class Tone(enum.Enum):

@@ -8,6 +8,8 @@ run directory of its own.
 from __future__ import annotations
 
 import ast
+import dataclasses
+import importlib
 import json
 from pathlib import Path
 
@@ -15,10 +17,17 @@ import papermill as pm
 import pytest
 
 from conftest import REPO_ROOT
-from vllm_runbooks.runjson import load_run
-from vllm_runbooks.runner import available_runbooks, run_runbook
-from vllm_runbooks.runs import load_result
-from vllm_runbooks.scraps import read_scraps
+from vllm_runbooks import stage
+from vllm_runbooks.execution.runjson import load_run
+from vllm_runbooks.execution.runner import run_runbook
+from vllm_runbooks.execution.runs import load_result
+from vllm_runbooks.execution.scraps import read_scraps
+from vllm_runbooks.execution.templates import (
+    available_runbooks,
+    declared_parameters,
+    documented_parameters,
+    read_template,
+)
 from vllm_runbooks.stage import Headline, result_class
 
 TEMPLATES = list(available_runbooks().items())
@@ -31,9 +40,78 @@ def _cells(path: Path) -> list[dict]:
 
 
 def _parameter_names(path: Path) -> list[str]:
-    cell = next(c for c in _cells(path) if "parameters" in c.get("metadata", {}).get("tags", []))
-    tree = ast.parse("".join(cell["source"]))
-    return [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
+    return [p.name for p in declared_parameters(path)]
+
+
+#: (runbook, parameter) whose notebook default deliberately differs from its Config default, and why.
+NOTEBOOK_DEFAULTS = {
+    ("fleet_survey", "bundles"): "opened with no parameters, 07 surveys the shipped sample fleet; "
+    "a library call must name its bundles (Config() alone is 'nothing to survey')",
+}
+
+
+def _config_class(runbook: str) -> type:
+    """The runbook's ``Config``: ``<package>/stage.py`` of the package that registers its result."""
+    package = stage.RESULT_MODULES[runbook].rsplit(".", 1)[0]
+    return importlib.import_module(f"{package}.stage").Config
+
+
+def _field_default(field: dataclasses.Field) -> object:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return dataclasses.MISSING
+
+
+def _documented_default(text: str) -> object:
+    text = text.strip().strip("`")
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text  # an unquoted string (`http://…`)
+
+
+@pytest.mark.parametrize(("name", "path"), TEMPLATES)
+def test_parameters_declared_once_cell_table_and_config_agree(name: str, path: Path) -> None:
+    """The parameters cell, the first markdown cell's table and the stage's ``Config`` name the
+    same parameters with the same defaults. ``run_dir`` is the runner's (every runbook takes it;
+    a Config may or may not). A Config field a user cannot set would silently keep its default."""
+    declared = {p.name: p for p in declared_parameters(path)}
+    nb = read_template(path)
+    table = documented_parameters(nb)
+    assert list(table) == list(declared), f"{name}: the table and the parameters cell list differ"
+    first = "".join(next(c for c in nb["cells"] if c["cell_type"] == "markdown")["source"])
+    for row in first.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0].startswith("`") and cells[0].strip("`") in declared:
+            param = declared[cells[0].strip("`")]
+            assert _documented_default(cells[1]) == param.default, f"{name}.{param.name}: table says {cells[1]}"
+    fields = {f.name: f for f in dataclasses.fields(_config_class(name))}
+    assert set(fields) - {"run_dir"} == set(declared) - {"run_dir"}, (
+        f"{name}: Config fields not parameters {sorted(set(fields) - set(declared))}; "
+        f"parameters not in Config {sorted(set(declared) - set(fields) - {'run_dir'})}"
+    )
+    for pname, param in declared.items():
+        default = _field_default(fields[pname]) if pname in fields else dataclasses.MISSING
+        if default is dataclasses.MISSING or param.kind == "any" and param.default is None:
+            continue  # required in Config (the notebook fills it) or None in the notebook
+        if (name, pname) in NOTEBOOK_DEFAULTS:
+            continue
+        assert default == param.default, f"{name}.{pname}: notebook default {param.default!r}, Config {default!r}"
+
+
+def test_a_drifted_runbook_fails_the_agreement_check(tmp_path: Path) -> None:
+    """The check above is not vacuous: a parameter dropped from the table or a Config field the
+    notebook does not set is caught."""
+    name, path = TEMPLATES[2]
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    md = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
+    md["source"] = [ln for ln in md["source"] if "`tool_calls`" not in ln]
+    drifted = tmp_path / path.name
+    drifted.write_text(json.dumps(nb), encoding="utf-8")
+    with pytest.raises(AssertionError, match="table and the parameters cell"):
+        test_parameters_declared_once_cell_table_and_config_agree(name, drifted)
 
 
 def test_the_runbooks_are_there_in_procedure_order() -> None:

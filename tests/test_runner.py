@@ -9,18 +9,19 @@ from pathlib import Path
 import pytest
 
 from notebook_factory import make_template
-from vllm_runbooks import parameters, runjson, runner, stage
 from vllm_runbooks.cli import main
-from vllm_runbooks.scraps import read_scraps
+from vllm_runbooks.execution import parameters, runjson, runner
+from vllm_runbooks.execution import templates as templates_mod
+from vllm_runbooks.execution.scraps import read_scraps
 
 OK_BODY = [
     "import plotly.graph_objects as go\nfrom vllm_runbooks.display import FigureView\n"
-    "from vllm_runbooks.scraps import glue",
+    "from vllm_runbooks.execution.scraps import glue",
     "FigureView(go.Figure(go.Bar(x=['gpu0', 'gpu1'], y=[141, 141])))",
     "glue('headline', {'runbook': 'smoke', 'verdict': 'pass', 'figures': {'gpus': 2, 'endpoint': endpoint}})",
 ]
 FAIL_BODY = [
-    "from vllm_runbooks.scraps import glue\nglue('headline', {'runbook': 'boom', 'verdict': 'unknown'})",
+    "from vllm_runbooks.execution.scraps import glue\nglue('headline', {'runbook': 'boom', 'verdict': 'unknown'})",
     "raise RuntimeError('collector exploded on purpose')",
     "print('never reached')",
 ]
@@ -36,9 +37,9 @@ def templates(tmp_path: Path) -> Path:
 
 
 def test_available_runbooks_strips_numbers(templates: Path) -> None:
-    assert list(runner.available_runbooks(templates)) == ["smoke", "boom"]
+    assert list(templates_mod.available_runbooks(templates)) == ["smoke", "boom"]
     with pytest.raises(runner.RunbookError, match="unknown runbook"):
-        runner.resolve_runbook("nope", templates)
+        templates_mod.resolve_runbook("nope", templates)
 
 
 def test_new_run_dirs_are_distinct(tmp_path: Path) -> None:
@@ -73,7 +74,7 @@ def test_run_writes_notebook_html_and_run_json(templates: Path, tmp_path: Path) 
     assert entry["headline"]["verdict"] == "pass"
     assert entry["parameters"]["run_dir"] == str(run_dir.resolve())
     assert set(run["artefacts"]) == {"01_smoke.ipynb", "01_smoke.html", "01_smoke.report.html"}
-    assert run["artefacts"]["01_smoke.ipynb"] == stage.sha256_file(nb)
+    assert run["artefacts"]["01_smoke.ipynb"] == runjson.sha256_file(nb)
     assert run["versions"]["packages"]["papermill"]
 
 
@@ -109,7 +110,7 @@ def test_failing_cell_still_saves_notebook_and_html(templates: Path, tmp_path: P
 
 @pytest.mark.slow
 def test_cli_exit_codes_and_secret_parameters(templates: Path, tmp_path: Path, monkeypatch, capsys) -> None:
-    monkeypatch.setattr(runner, "RUNBOOKS_DIR", templates)
+    monkeypatch.setenv("VLLM_RUNBOOKS_TEMPLATES", str(templates))
     run_dir = tmp_path / "run"
     secret = "sk-proj-THISISAPLANTEDSECRET1234567890"
     rc = main(
@@ -178,7 +179,7 @@ def test_concurrent_records_are_not_lost(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_fail_on_verdict_exit_code(templates: Path, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(runner, "RUNBOOKS_DIR", templates)
+    monkeypatch.setenv("VLLM_RUNBOOKS_TEMPLATES", str(templates))
     args = ["run", "smoke", "--no-progress", "--fail-on-verdict", "pass"]
     assert main([*args, "--run-dir", str(tmp_path / "a")]) == 3
     assert main(["run", "smoke", "--no-progress", "--fail-on-verdict", "fail", "--run-dir", str(tmp_path / "b")]) == 0

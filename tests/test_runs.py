@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from vllm_runbooks.cli import main
-from vllm_runbooks.runjson import record_run
-from vllm_runbooks.runner import RunbookResult
-from vllm_runbooks.runs import compare_runs, list_runs, summarise_run
+from vllm_runbooks.execution.runjson import record_run
+from vllm_runbooks.execution.runner import RunbookResult
+from vllm_runbooks.execution.runs import compare_runs, list_runs, summarise_run
 
 
 def _fake_run(run_dir: Path, verdict: str, driver: str, status: str = "ok") -> Path:
@@ -53,7 +53,7 @@ def test_list_runs_reports_unreadable_and_tampered(tmp_path: Path, capsys) -> No
     assert summarise_run(good, verify=True).tampered == []
     (good / "01_evidence_capture.ipynb").write_text('{"edited": true}')
     assert summarise_run(good, verify=True).tampered == ["01_evidence_capture.ipynb"]
-    assert main(["runs", "--base", str(tmp_path), "--verify"]) == 1
+    assert main(["runs", "--runs-dir", str(tmp_path), "--verify"]) == 1
     assert "TAMPERED: 01_evidence_capture.ipynb" in capsys.readouterr().out
 
 

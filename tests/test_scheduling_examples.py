@@ -24,14 +24,18 @@ import yaml
 
 from conftest import REPO_ROOT
 from vllm_runbooks.cli import build_parser
-from vllm_runbooks.parameters import coerce_cli_value, load_param_file
+from vllm_runbooks.execution.parameters import coerce_cli_value, load_param_file
+from vllm_runbooks.execution.templates import available_runbooks, declared_parameters
 from vllm_runbooks.redact import redact_parameters
-from vllm_runbooks.runbook_params import declared_parameters
-from vllm_runbooks.runner import available_runbooks
+from vllm_runbooks.resources import templates_dir
 
 EXAMPLES = REPO_ROOT / "examples" / "scheduling"
 CRON_FIELD = re.compile(r"^(\*|\d+(-\d+)?)(/\d+)?(,(\*|\d+(-\d+)?)(/\d+)?)*$")
 OPERATOR_MODULE = "airflow.providers.papermill.operators.papermill"
+
+
+#: Where the host and image examples install a file of this folder → the file here.
+INSTALLED_FILES = {"/etc/vllm-runbooks/canary.yaml": EXAMPLES / "canary.yaml"}
 
 
 def vocabulary(runbook: str) -> tuple[str, ...]:
@@ -56,7 +60,7 @@ def check_run_command(argv: list[str], where: str, param_file: dict[str, Any] | 
     declared = {p.name for p in declared_parameters(books[args.name])}
     given: dict[str, Any] = {}
     if args.parameters_file:
-        path = REPO_ROOT / args.parameters_file
+        path = INSTALLED_FILES.get(args.parameters_file, REPO_ROOT / args.parameters_file)
         given.update(param_file if param_file is not None else load_param_file(path))
     given.update({k: coerce_cli_value(v) for k, v in args.parameter})
     given.update(dict(args.raw_parameter))
@@ -152,7 +156,7 @@ def _dag_constant(name: str) -> Any:
 def test_airflow_dag_agrees_with_the_runbook() -> None:
     imports = {n.module for n in ast.walk(_dag_tree()) if isinstance(n, ast.ImportFrom)}
     assert OPERATOR_MODULE in imports
-    template = REPO_ROOT / _dag_constant("TEMPLATE")
+    template = templates_dir() / _dag_constant("TEMPLATE")
     assert template.is_file() and template == available_runbooks()["canary_validation"]
     assert _dag_constant("PARAMETERS") == load_param_file(EXAMPLES / "canary.yaml")
     assert set(_dag_constant("FAIL_ON_VERDICT")) <= set(vocabulary("canary_validation"))
@@ -184,6 +188,12 @@ def test_dockerfile_runs_the_readmes_commands() -> None:
     assert Path(entry[0]).name == "vllm-runbooks" and len(entry) == 1
     (readme_command,) = _readme_block("canary-command")
     assert cmd == _after_executable(readme_command)
-    check_run_command(cmd, "Dockerfile")
+    # The image carries no checkout: the parameters file is the one COPY puts where CMD reads it.
+    copies = dict(reversed(ln.split()[1:3]) for ln in lines if ln.startswith("COPY examples/"))
+    args = build_parser().parse_args(cmd)
+    assert args.parameters_file in copies, "the CMD's parameters file is not copied into the image"
+    check_run_command(cmd, "Dockerfile", load_param_file(REPO_ROOT / copies[args.parameters_file]))
+    assert any("pip install" in run and ".whl" in run for run in runs), "the image installs the wheel"
+    assert not any(" -e " in f" {run} " for run in runs), "an editable install ties the image to a checkout"
     ignored = (EXAMPLES / "Dockerfile.dockerignore").read_text().split()
     assert {".venv", "runs", ".git"} <= set(ignored)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import R575, R575_PLANTED
-from vllm_runbooks import runner
-from vllm_runbooks.scraps import read_scraps
+from vllm_runbooks.execution import runner
+from vllm_runbooks.execution.scraps import read_scraps
 
 # Already in the sample bundle (env.txt, launch-command.txt, container-inspect.json).
 BUNDLE_SECRETS = list(R575_PLANTED)

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from vllm_runbooks.canary.model import CanaryReport, Status, StepResult
-from vllm_runbooks.runjson import record_run
-from vllm_runbooks.runner import RunbookResult
-from vllm_runbooks.runs import load_result
-from vllm_runbooks.stage import ArtefactError, Headline, StageResult, glue_result, result_class
+from vllm_runbooks.execution.runjson import ArtefactError, record_run
+from vllm_runbooks.execution.runner import RunbookResult
+from vllm_runbooks.execution.runs import load_result
+from vllm_runbooks.stage import Headline, StageResult, glue_result, result_class
 
 
 def _report(verdict: str = "pass") -> CanaryReport:
@@ -42,7 +42,7 @@ def test_result_follows_the_protocol_and_glues_the_headline_last(monkeypatch) ->
     report = _report()
     assert isinstance(report, StageResult)
     glued: list[str] = []
-    monkeypatch.setattr("vllm_runbooks.scraps.glue", lambda name, data: glued.append(name))
+    monkeypatch.setattr("vllm_runbooks.execution.scraps.glue", lambda name, data: glued.append(name))
     data = glue_result(report)
     assert glued[-1] == "headline" and data["headline"]["schema"] == "headline"
     assert "canary_model_load" in glued
@@ -89,7 +89,7 @@ def _imported_after(statement: str) -> list[str]:
         "papermill",
         "pandas",
         "plotly",
-        "vllm_runbooks.runner",
+        "vllm_runbooks.execution.runner",
         "vllm_runbooks.probe",
         "vllm_runbooks.evidence.collectors",
     )
@@ -101,14 +101,14 @@ def _imported_after(statement: str) -> list[str]:
 def test_importing_the_contract_and_the_evidence_model_stays_light() -> None:
     assert _imported_after("import vllm_runbooks.evidence.model") == []
     assert _imported_after("import vllm_runbooks.stage") == []
-    assert _imported_after("import vllm_runbooks.runs") == ["vllm_runbooks.runner"]  # paths, not papermill
+    assert _imported_after("import vllm_runbooks.execution.runs") == []  # the runs reader needs no runner
     readers = "from vllm_runbooks.stage import RESULT_MODULES, result_class\n[result_class(n) for n in RESULT_MODULES]"
-    heavy = [m for m in _imported_after(readers) if not m.startswith("vllm_runbooks.runner")]
+    heavy = _imported_after(readers)
     assert heavy == [], heavy  # reading any saved result needs no notebook, plotting or collector stack
 
 
 def test_load_results_reads_every_stage_and_names_the_one_refused(tmp_path: Path) -> None:
-    from vllm_runbooks.runs import load_results
+    from vllm_runbooks.execution.runs import load_results
 
     _report("pass").save(tmp_path)
     for name in ("canary_validation", "prefix_cache_check", "external_thing"):

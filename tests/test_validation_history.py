@@ -20,10 +20,10 @@ import pytest
 from conftest import REPO_ROOT
 from fault_server import FaultServer
 from vllm_runbooks.cli.exit_codes import VERDICT as EXIT_VERDICT
+from vllm_runbooks.execution.runner import new_run_dir, run_runbook
 from vllm_runbooks.history import Config, History, load_rules, run
 from vllm_runbooks.history.detect import detect
 from vllm_runbooks.history.read import Point
-from vllm_runbooks.runner import new_run_dir, run_runbook
 
 
 def _points(values: list[float | None], verdicts: list[str], figure: str = "schema_accuracy") -> list[Point]:

@@ -1,12 +1,12 @@
 """Airflow DAG: the tool-calling canary (runbook 03) every 6 hours with the papermill provider.
 
 Install on the Airflow workers: ``apache-airflow-providers-papermill`` and this project
-(``pip install -e /opt/vllm-runbooks``), and set the ``VLLM_API_KEY`` variable in the workers'
+(the wheel: ``pip install vllm_runbooks-*.whl``; it carries the runbook templates), and set the ``VLLM_API_KEY`` variable in the workers'
 environment (the runbook reads the variable named by ``api_key_env``; the key never enters a
 parameter). Three tasks:
 
 1. ``prepare_run_dir`` — a fresh run directory (exclusive create: never over an earlier run);
-2. ``canary`` — ``PapermillOperator`` executes ``runbooks/03_canary_validation.ipynb`` into it;
+2. ``canary`` — ``PapermillOperator`` executes the installed ``03_canary_validation.ipynb`` into it;
 3. ``check_verdict`` — reads the verdict the runbook glued (its ``headline`` scrap), writes a JUnit
    report beside it and fails the DAG run when the verdict is in ``FAIL_ON_VERDICT`` — the same
    contract as ``vllm-runbooks run --fail-on-verdict`` (exit 3).
@@ -23,15 +23,16 @@ import os
 
 from airflow.providers.papermill.operators.papermill import PapermillOperator
 
+from vllm_runbooks.resources import templates_dir
+
 try:  # Airflow 3
     from airflow.sdk import DAG, task
 except ImportError:  # Airflow 2
     from airflow import DAG
     from airflow.decorators import task
 
-PROJECT = os.environ.get("VLLM_RUNBOOKS_HOME", "/opt/vllm-runbooks")
 RUNS = os.environ.get("VLLM_RUNBOOKS_RUNS", "/var/lib/vllm-runbooks/runs")
-TEMPLATE = "runbooks/03_canary_validation.ipynb"
+TEMPLATE = "03_canary_validation.ipynb"  # in vllm_runbooks.resources.templates_dir()
 NOTEBOOK = "03_canary_validation.ipynb"
 FAIL_ON_VERDICT = ("fail",)
 #: runbook 03's parameters (the same as examples/scheduling/canary.yaml); run_dir is added per run
@@ -58,13 +59,13 @@ with DAG(
     @task
     def prepare_run_dir() -> str:
         """A new run directory under RUNS, created exclusively."""
-        from vllm_runbooks.runner import new_run_dir
+        from vllm_runbooks.execution.runner import new_run_dir
 
         return str(new_run_dir(RUNS, label="airflow"))
 
     canary = PapermillOperator(
         task_id="canary",
-        input_nb=f"{PROJECT}/{TEMPLATE}",
+        input_nb=str(templates_dir() / TEMPLATE),
         output_nb=f"{RUN_DIR}/{NOTEBOOK}",
         parameters={**PARAMETERS, "run_dir": RUN_DIR},
         kernel_name="python3",
@@ -76,8 +77,8 @@ with DAG(
         """Fail the DAG run on a refused verdict; leave a JUnit report for the CI view."""
         from airflow.exceptions import AirflowFailException
 
-        from vllm_runbooks.junit import write_junit
-        from vllm_runbooks.scraps import read_scraps
+        from vllm_runbooks.execution.junit import write_junit
+        from vllm_runbooks.execution.scraps import read_scraps
 
         notebook = f"{run_dir}/{NOTEBOOK}"
         headline = read_scraps(notebook).get("headline")

@@ -14,7 +14,7 @@ from the wrong input (issue 9). So every runbook is built the same way:
   what ``save`` wrote). :class:`ResultMixin` gives the last three for a result saved as one JSON
   file.
 * The result class is registered with :func:`register_result` (by schema name and runbook name),
-  and its module is named in :data:`RESULT_MODULES` so :func:`vllm_runbooks.runs.load_result`
+  and its module is named in :data:`RESULT_MODULES` so :func:`vllm_runbooks.execution.runs.load_result`
   finds it without importing every package.
 
 Adopting it in a new runbook package ``foo`` (runbook ``NN_foo_check``)::
@@ -43,18 +43,16 @@ result never pulls in papermill, pandas or plotly.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from .bounded import load_json
+from .execution.runjson import ArtefactError, read_artefact_json
 from .records import Record, rebuild, to_jsonable
 
 HEADLINE_SCRAP = "headline"
-RUN_JSON = "run.json"
 
 #: runbook name → module that defines and registers its result record (imported on demand).
 RESULT_MODULES: dict[str, str] = {
@@ -73,19 +71,6 @@ RESULTS_BY_SCHEMA: dict[str, type] = {}
 RESULTS_BY_RUNBOOK: dict[str, type] = {}
 
 R = TypeVar("R")
-
-
-class ArtefactError(ValueError):
-    """A saved result that cannot be trusted (changed since the run, unreadable, wrong kind).
-
-    A ``ValueError`` so callers that already refuse bad input keep refusing; the message names
-    the file, because the person reading it has to go and look at that file.
-    """
-
-    def __init__(self, path: str | Path, why: str) -> None:
-        self.path = str(path)
-        self.why = why
-        super().__init__(f"{path}: {why}")
 
 
 @dataclass
@@ -195,7 +180,7 @@ def glue_result(result: Any) -> dict[str, Any]:
     One helper so every runbook's notebook carries the headline in the same shape, which is what
     the runner copies into run.json. Returns what was glued, by name.
     """
-    from .scraps import glue
+    from .execution.scraps import glue
 
     data = dict(result.scraps())
     data.pop(HEADLINE_SCRAP, None)
@@ -203,105 +188,6 @@ def glue_result(result: Any) -> dict[str, Any]:
     for name, value in data.items():
         glue(name, value)
     return data
-
-
-def sha256_file(path: Path) -> str:
-    """sha256 of a file, streamed (artefacts may be large logs); the run manifest's hash."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-#: A run.json or saved record larger than this is not read (a record is a few KiB; a run dir may be hostile).
-ARTEFACT_JSON_MAX_BYTES = 64 * 1024 * 1024
-
-
-def run_manifest(run_dir: str | Path) -> dict[str, str] | None:
-    """The run's sha256 manifest (relative path → sha256), or None when the folder has no run.json.
-
-    Read through ``runjson.read_run_json`` (the one bounded run.json reader); an unreadable or
-    edited run.json raises :class:`ArtefactError` naming it: its list cannot vouch for anything.
-    """
-    from .runjson import read_run_json, run_json_edited  # runjson imports this module
-
-    manifest_file = Path(run_dir) / RUN_JSON
-    if not manifest_file.is_file():
-        return None
-    try:
-        data = read_run_json(manifest_file, ARTEFACT_JSON_MAX_BYTES)
-        if not isinstance(data, dict):
-            raise ValueError(f"holds {type(data).__name__}, not a run record")
-        listed = data.get("artefacts") or {}
-        if not isinstance(listed, dict):
-            raise ValueError("its artefact list is not a mapping")
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ArtefactError(manifest_file, f"run manifest unreadable ({exc})") from exc
-    edited = run_json_edited(data)
-    if edited:
-        raise ArtefactError(manifest_file, edited)
-    return {str(k): str(v) for k, v in listed.items()}
-
-
-def verify_artefact(run_dir: str | Path, path: Path) -> None:
-    """Refuse ``path`` when the run's sha256 manifest (run.json) does not vouch for it.
-
-    A file whose hash differs is refused, and so is a file the manifest does not list (planted
-    after the runbooks ran). Without run.json (an interactive run) there is nothing to check.
-    """
-    manifest = run_manifest(run_dir)
-    if manifest is None:
-        return
-    rel = path.resolve().relative_to(Path(run_dir).resolve()).as_posix()
-    expected = manifest.get(rel)
-    if expected is None:
-        raise ArtefactError(path, "not in run.json's artefact manifest: written after the run recorded it")
-    if sha256_file(path) != expected:
-        raise ArtefactError(path, "changed since the run recorded it (sha256 differs from run.json)")
-
-
-def latest_artefact(run_dir: str | Path, relpath: str) -> Path | None:
-    """The newest of ``relpath``, ``name-2``, ``name-3``… (a re-run cell never overwrites).
-
-    Where the folder has a run.json only files its manifest lists count: a planted
-    ``name-9.json`` is not the newest attempt.
-    """
-    target = Path(run_dir) / relpath
-    pattern = re.compile(rf"^{re.escape(target.stem)}(?:-(\d+))?{re.escape(target.suffix)}$", re.ASCII)
-    manifest = run_manifest(run_dir)
-    folder = Path(relpath).parent
-    found: list[tuple[int, Path]] = []
-    if target.parent.is_dir():
-        for p in target.parent.iterdir():
-            m = pattern.match(p.name)
-            if not m or not p.is_file():
-                continue
-            if manifest is not None and (folder / p.name).as_posix() not in manifest:
-                continue
-            found.append((int(m.group(1) or 1), p))
-    return max(found)[1] if found else None
-
-
-def read_artefact_json(run_dir: str | Path, relpath: str, schema: str | None = None) -> tuple[dict[str, Any], Path]:
-    """Read a saved JSON artefact after checking it against the run's manifest.
-
-    Raises ``FileNotFoundError`` when absent and :class:`ArtefactError` (naming the file) when it
-    changed, is not JSON, or holds another kind of record.
-    """
-    path = latest_artefact(run_dir, relpath)
-    if path is None:
-        raise FileNotFoundError(f"no {relpath} in {run_dir}")
-    verify_artefact(run_dir, path)
-    try:
-        data = load_json(path, ARTEFACT_JSON_MAX_BYTES)[0]
-    except (OSError, ValueError) as exc:
-        raise ArtefactError(path, f"not readable JSON ({exc})") from exc
-    if not isinstance(data, dict):
-        raise ArtefactError(path, f"holds {type(data).__name__}, not a record")
-    if schema is not None and data.get("schema") != schema:
-        raise ArtefactError(path, f"schema is {data.get('schema')!r}, expected {schema!r}")
-    return data, path
 
 
 class ResultMixin:

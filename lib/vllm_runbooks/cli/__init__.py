@@ -15,11 +15,15 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from .. import __version__
+from ..resources import RUNS_ENV
 from . import exit_codes
 
 #: Modules in this package that are not commands.
@@ -50,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evidence, decisions and validation for vLLM launches, as executed notebooks.",
         epilog=exit_codes.describe(),
     )
+    parser.add_argument("--version", action="version", version=f"vllm-runbooks {__version__}")
+    add_runs_dir_option(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     for name in command_modules():
         sys.modules[name].register(sub)
@@ -65,15 +71,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return diagnose_main(args_in[1:])
     parser = build_parser()
     args = parser.parse_args(args_in)
+    if getattr(args, "runs_dir", None):
+        # Through the environment, so the notebook kernels papermill starts (runbook 08 reads the
+        # runs directory, every runbook's interactive fallback writes there) agree with this process.
+        os.environ[RUNS_ENV] = str(Path(args.runs_dir).expanduser().absolute())
     try:
         return int(args.func(args) or 0)
     except Exception as exc:
-        from ..runner import RunbookError  # imported only on this path: start-up stays light
+        from ..execution.runner import RunbookError  # imported only on this path: start-up stays light
 
         if not isinstance(exc, RunbookError | FileNotFoundError):
             raise
         print(f"vllm-runbooks: {exc}", file=sys.stderr)
         return exit_codes.REFUSED
+
+
+def add_runs_dir_option(parser: argparse.ArgumentParser) -> None:
+    """``--runs-dir DIR``: where new run directories go (default ``./runs``, or ``$VLLM_RUNBOOKS_RUNS``).
+
+    Accepted before or after the command name; SUPPRESS keeps a sub-command's absent option from
+    hiding the one given before it.
+    """
+    parser.add_argument(
+        "--runs-dir",
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help=f"folder of run directories (default: ./runs of the current directory or workspace, or ${RUNS_ENV})",
+    )
 
 
 def dump_json(obj: object) -> None:
@@ -88,4 +112,4 @@ def summarise(results: Sequence[Any]) -> str:
     return _summarise(results)
 
 
-__all__ = ["build_parser", "command_modules", "dump_json", "exit_codes", "main", "summarise"]
+__all__ = ["add_runs_dir_option", "build_parser", "command_modules", "dump_json", "exit_codes", "main", "summarise"]

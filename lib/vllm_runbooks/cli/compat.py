@@ -73,7 +73,7 @@ def build_inputs(args: argparse.Namespace) -> CompatInputs:
     evidence's driver CUDA; ``--gpu`` re-derives compute capability and brand not given).
     """
     from ..compat.inputs import build_inputs as _build
-    from ..runs import load_result
+    from ..execution.runs import load_result
 
     evidence = load_result(args.evidence, "evidence_capture") if args.evidence else None
     overrides = {field: getattr(args, flag) for flag, field in FLAGS.items()}

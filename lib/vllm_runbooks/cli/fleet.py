@@ -13,7 +13,7 @@ import argparse
 import importlib.util
 import sys
 
-from . import exit_codes
+from . import add_runs_dir_option, exit_codes
 
 ORDER = 70
 INSTALL_HINT = "Ray is not installed: pip install 'vllm-runbooks[fleet]' (or: pip install ray)"
@@ -44,7 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--probe-container", help="container to inspect on every node (Ray)")
     p.add_argument("--few-nodes", type=int, default=3, help="nodes in the stage after the canary (default 3)")
     p.add_argument("--wave-size", type=int, default=0, help="nodes per wave (default: a quarter of the rest)")
-    p.add_argument("--run-dir", help="run directory (default: a new runs/<timestamp>-<host>-<id>/)")
+    p.add_argument("--run-dir", help="run directory (default: a new <runs dir>/<timestamp>-<host>-<id>/)")
+    add_runs_dir_option(p)
     p.add_argument("--no-progress", action="store_true", help="hide papermill's cell progress bar")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=cmd_fleet)
@@ -63,7 +64,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     if args.ray_address and not ray_available():
         print(f"vllm-runbooks fleet: {INSTALL_HINT}", file=sys.stderr)
         return exit_codes.REFUSED
-    from ..runner import run_runbook
+    from ..execution.runner import run_runbook
 
     params = {
         "ray_address": args.ray_address,
@@ -92,7 +93,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 
 def _fleet_lines(run_dir: str) -> str:
     """Counts, canary and unanswered nodes from the saved result ('' when there is none)."""
-    from ..runs import load_result
+    from ..execution.runs import load_result
 
     try:
         result = load_result(run_dir, "fleet_survey")

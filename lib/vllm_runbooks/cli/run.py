@@ -1,6 +1,6 @@
 """``vllm-runbooks run NAME`` and ``list``: execute a runbook template into a run directory.
 
-A thin shell over :func:`vllm_runbooks.runner.run_runbook` (papermill is imported only when a
+A thin shell over :func:`vllm_runbooks.execution.runner.run_runbook` (papermill is imported only when a
 runbook actually runs).
 """
 
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import exit_codes
+from . import add_runs_dir_option, exit_codes
 
 ORDER = 10
 
@@ -39,7 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a parameter kept as a string",
     )
     parser.add_argument("-f", "--parameters-file", help="YAML file of parameters")
-    parser.add_argument("--run-dir", help="run directory (default: a new runs/<timestamp>-<host>-<id>/)")
+    parser.add_argument("--run-dir", help="run directory (default: a new <runs dir>/<timestamp>-<host>-<id>/)")
+    add_runs_dir_option(parser)
     parser.add_argument("--kernel", help="Jupyter kernel name (default: the notebook's)")
     parser.add_argument("--no-progress", action="store_true", help="hide papermill's cell progress bar")
     parser.add_argument("--format", choices=("text", "json"), default="text")
@@ -66,9 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run one runbook; FAILED when a cell raised, VERDICT when the verdict is one to fail on."""
-    from ..junit import write_junit
-    from ..parameters import coerce_cli_value, load_param_file
-    from ..runner import RunbookError, run_runbook
+    from ..execution.junit import write_junit
+    from ..execution.parameters import coerce_cli_value, load_param_file
+    from ..execution.runner import RunbookError, run_runbook
 
     params: dict = {}
     if args.parameters_file:
@@ -116,7 +117,7 @@ def check_fail_on_verdict(runbooks: Sequence[str], words: Sequence[str]) -> None
     misspelt word never fires: the scheduled run would stay green on exactly the verdict it was
     meant to catch.
     """
-    from ..runner import RunbookError
+    from ..execution.runner import RunbookError
 
     if not words:
         return
@@ -134,7 +135,7 @@ def check_fail_on_verdict(runbooks: Sequence[str], words: Sequence[str]) -> None
 
 def verdict_table() -> str:
     """README's 'Verdict words' table, made from the result classes (a test keeps them equal)."""
-    from ..runner import available_runbooks
+    from ..execution.templates import available_runbooks
     from ..stage import RESULT_MODULES
 
     names = list(available_runbooks()) + [n for n in RESULT_MODULES if n not in available_runbooks()]
@@ -160,9 +161,19 @@ def summarise(results: Sequence[Any]) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """Print the runbook templates in procedure order."""
-    from ..runner import available_runbooks
+    """Print the runbook templates in procedure order; FAILED when there is none (a broken install)."""
+    from ..execution.templates import available_runbooks
+    from ..resources import templates_dir
 
-    for name, path in available_runbooks().items():
+    try:
+        folder = templates_dir()
+        books = available_runbooks(folder)
+    except FileNotFoundError as exc:
+        print(f"vllm-runbooks: {exc}", file=sys.stderr)
+        return exit_codes.FAILED
+    if not books:
+        print(f"vllm-runbooks: no runbook templates (NN_name.ipynb) in {folder}", file=sys.stderr)
+        return exit_codes.FAILED
+    for name, path in books.items():
         print(f"{name:<28} {path}")
     return exit_codes.OK

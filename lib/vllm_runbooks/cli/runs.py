@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import exit_codes
+from . import add_runs_dir_option, exit_codes
 
 ORDER = 20
 
@@ -13,7 +13,7 @@ ORDER = 20
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``runs`` and ``compare``."""
     runs = sub.add_parser("runs", help="list past run directories with status and verdicts")
-    runs.add_argument("--base", help="folder of run directories (default: runs/)")
+    add_runs_dir_option(runs)
     runs.add_argument(
         "--verify",
         action="store_true",
@@ -35,10 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """List runs; FAILED when ``--verify`` finds an artefact changed since its run."""
-    from ..runs import list_runs, summarise_run
+    from ..execution.runs import list_runs, summarise_run
     from . import dump_json
 
-    found = list_runs(args.base)
+    found = list_runs(getattr(args, "runs_dir", None))
     if args.verify:
         found = [summarise_run(r.run_dir, verify=True) for r in found]
     if args.format == "json":
@@ -52,8 +52,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print each runbook's verdict and headline figures side by side; ≠ marks a change."""
+    from ..execution.runs import compare_runs
     from ..record.sources import RecordRefused
-    from ..runs import compare_runs
     from . import dump_json
 
     comparison = compare_runs(args.run_dirs)

@@ -1,7 +1,7 @@
 """``vllm-runbooks suite -f params.yaml``: runbooks 01 → 06 into one run directory.
 
 The parameters file has a ``shared`` section and one section per runbook (see
-:mod:`vllm_runbooks.suite`); ``--baseline`` names the run saved before the change, for the
+:mod:`vllm_runbooks.execution.suite`); ``--baseline`` names the run saved before the change, for the
 change record's baseline and before/after sections.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import exit_codes
+from . import add_runs_dir_option, exit_codes
 
 ORDER = 15
 
@@ -19,7 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``suite``."""
     parser = sub.add_parser("suite", help="run the procedure (01 → 06) into one run directory")
     parser.add_argument("-f", "--parameters-file", required=True, help="YAML: a 'shared' section + one per runbook")
-    parser.add_argument("--run-dir", help="a new (or empty) run directory (default: runs/<timestamp>-<host>-<id>/)")
+    parser.add_argument("--run-dir", help="a new (or empty) run directory (default: a new one in the runs dir)")
+    add_runs_dir_option(parser)
     parser.add_argument("--baseline", help="run directory saved before the change (for the change record)")
     parser.add_argument("--kernel", help="Jupyter kernel name (default: the notebooks')")
     parser.add_argument(
@@ -45,10 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_suite(args: argparse.Namespace) -> int:
     """OK when every runbook ran (or was skipped with a reason); FAILED when one failed or was refused;
     VERDICT when all ran and a verdict is one of ``--fail-on-verdict``."""
-    from ..junit import write_junit
-    from ..parameters import load_param_file
-    from ..runner import RunbookError
-    from ..suite import run_suite, suite_order
+    from ..execution.junit import write_junit
+    from ..execution.parameters import load_param_file
+    from ..execution.runner import RunbookError
+    from ..execution.suite import run_suite, suite_order
     from . import dump_json
     from .run import check_fail_on_verdict
 
@@ -95,7 +96,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
 def junit_results(result: object) -> list[dict]:
     """One JUnit entry per suite runbook: its run.json entry when it ran (steps, duration,
     headline), else what the suite knows (skipped or refused, with the reason)."""
-    from ..runjson import load_run
+    from ..execution.runjson import load_run
 
     try:
         recorded = load_run(result.run_dir).get("runbooks", [])  # type: ignore[attr-defined]

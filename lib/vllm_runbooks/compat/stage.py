@@ -132,7 +132,7 @@ def gather(config: Config) -> DecisionInputs:
     Evidence that is absent or refused (changed since capture) is said in ``evidence_note`` and
     the decision goes on from the parameters alone: it then says which input is missing.
     """
-    from ..runs import load_result
+    from ..execution.runs import load_result
 
     source = config.evidence_dir or config.run_dir
     evidence = None

@@ -14,10 +14,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..execution.runjson import RUN_JSON, move_artefact, read_run_json, record_run
+from ..execution.runner import RunbookResult, new_run_dir
+from ..execution.runs import running_state
 from ..records import utc_now
-from ..runjson import RUN_JSON, move_artefact, read_run_json, record_run
-from ..runner import DEFAULT_RUNS_DIR, RunbookResult, new_run_dir
-from ..runs import running_state
+from ..resources import default_runs_dir
 
 ATTEMPTS = "attempts"
 INCIDENT_LABEL = "incident"
@@ -47,7 +48,7 @@ class Incident:
     @classmethod
     def create(cls, base: str | Path | None = None, label: str = INCIDENT_LABEL) -> Incident:
         """A new incident: a fresh run directory (exclusive create, never an existing one)."""
-        return cls(new_run_dir(Path(base or DEFAULT_RUNS_DIR), label=label))
+        return cls(new_run_dir(Path(base or default_runs_dir()), label=label))
 
     @classmethod
     def open(cls, run_dir: str | Path) -> Incident:

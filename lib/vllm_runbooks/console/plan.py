@@ -1,6 +1,6 @@
 """The console's procedure: the steps, each one's parameters, and what a verdict means next.
 
-Parameters come from each runbook template's own declaration (``runbook_params``), so a
+Parameters come from each runbook template's own declaration (``execution.templates``), so a
 parameter added to a runbook shows up in the console; the data file only says which are shown
 up front and which are filled from the incident.
 """
@@ -11,8 +11,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ..runbook_params import Parameter, declared_parameters
-from ..runner import available_runbooks
+from ..execution.templates import Parameter, available_runbooks, declared_parameters
 
 STEPS_FILE = Path(__file__).resolve().parents[1] / "data" / "console_steps.yaml"
 #: never shown: the console sets them

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ..display import banner, esc, figure_bundle, html_table
-from ..notebook_output import PLOTLY_MIME
-from ..parameters import coerce_cli_value
-from ..runbook_params import Parameter
+from ..execution.notebook_output import PLOTLY_MIME
+from ..execution.parameters import coerce_cli_value
+from ..execution.templates import Parameter
 from .incident import Incident, incident_id
 from .job import StepJob
 from .plan import StepSpec, guidance_for, load_plan, shared_parameters

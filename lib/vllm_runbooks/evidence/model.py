@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..bounded import load_json
+from ..execution.runjson import ArtefactError, sha256_file, verify_artefact
 from ..records import Record
-from ..stage import ArtefactError, Headline, ResultMixin, register_result, sha256_file, verify_artefact
+from ..stage import Headline, ResultMixin, register_result
 
 OK = "ok"
 PARTIAL = "partial"

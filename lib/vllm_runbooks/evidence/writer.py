@@ -16,22 +16,14 @@ from pathlib import Path
 
 from .. import redact
 from ..artefacts import write_atomic
+from ..execution.runjson import sha256_file
+from ..execution.runner import new_run_dir
 from ..probe import DEFAULT_TIMEOUT_S, Options
 from ..records import utc_now
-from ..runner import new_run_dir
-from ..stage import sha256_file
+from ..resources import resolve_shipped_path
 from .model import Evidence, Item
 from .registry import Context, run_collectors
 from .sources import BundleSource, LocalSource, Source
-
-
-def repo_root(start: Path | None = None) -> Path:
-    """The checkout root (has pyproject.toml); papermill runs from runbooks/."""
-    here = (start or Path.cwd()).resolve()
-    for p in (here, *here.parents):
-        if (p / "pyproject.toml").is_file() and (p / "lib" / "vllm_runbooks").is_dir():
-            return p
-    return here
 
 
 def resolve_run_dir(run_dir: str | Path | None) -> Path:
@@ -40,13 +32,10 @@ def resolve_run_dir(run_dir: str | Path | None) -> Path:
 
 
 def open_source(source: str | Path, opts: Options) -> Source:
-    """``local`` or a bundle path; a relative path is tried from the cwd, then the checkout root."""
+    """``local`` or a bundle path; a relative ``examples/…`` path missing here is the shipped sample."""
     if str(source) == "local":
         return LocalSource(opts)
-    p = Path(source)
-    if not p.exists() and not p.is_absolute() and (repo_root() / p).exists():
-        p = repo_root() / p
-    return BundleSource(p)
+    return BundleSource(resolve_shipped_path(source))
 
 
 #: A collector bound beyond a day is a typo, not a plan (and a negative one abandons everything).

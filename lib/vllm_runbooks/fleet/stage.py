@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..records import Record, utc_now
+from ..resources import resolve_shipped_path
 from .assess import Job, assess_all
 from .bundles import find_bundles
 from .model import FleetTarget, NodeRow
@@ -96,7 +97,7 @@ def _fleet_dir(run_dir: Path) -> Path:
 
 def run(config: Config) -> FleetResult:
     """Survey the fleet and plan the rollout. Raises only for a config that cannot run at all."""
-    from ..runner import new_run_dir
+    from ..execution.runner import new_run_dir
 
     if not config.bundles and not config.ray_address:
         raise ValueError("nothing to survey: give ray_address (a Ray cluster) or bundles (folders of node bundles)")
@@ -112,7 +113,7 @@ def run(config: Config) -> FleetResult:
     notes: list[str] = []
     if config.bundles:
         mode = "bundles"
-        found, bad = find_bundles(config.bundles)
+        found, bad = find_bundles([resolve_shipped_path(b) for b in config.bundles])
         rows += bad
         jobs = [Job(node, str(path), str(fleet / node), target, "bundle", today) for node, path in found]
         _say(f"{len(found)} node bundle(s) in {', '.join(map(str, config.bundles))}")

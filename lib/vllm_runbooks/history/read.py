@@ -13,8 +13,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..execution.runjson import RUN_JSON, read_run_json
 from ..records import Record
-from ..runjson import RUN_JSON, read_run_json
 
 MAX_RUN_JSON = 4 << 20
 MAX_DEPTH = 3

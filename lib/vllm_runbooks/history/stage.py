@@ -20,15 +20,15 @@ class Config(Record):
     runs_dir: str
     max_runs: int = 500
     rules_file: str | None = None
-    exclude: str | None = None  # the history's own run directory, when it lies among the runs
+    run_dir: str | None = None  # where this history is saved: never read as one of the runs
 
 
 def run(config: Config) -> History:
     """Read every run under ``runs_dir``, add derived figures, find regressions."""
     rules = load_rules(config.rules_file)
     points = read_points(Path(config.runs_dir), max_runs=max(1, min(int(config.max_runs), 10_000)))
-    if config.exclude:
-        own = Path(config.exclude).resolve()
+    if config.run_dir:
+        own = Path(config.run_dir).resolve()
         points = [p for p in points if Path(p.run_dir).resolve() != own]
     readable = [p for p in points if p.status != "unreadable"]
     add_derived(readable, rules)

@@ -10,7 +10,7 @@ GuideLLM file is imported into the same records, tables and plots, and nothing i
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +123,6 @@ class Config(Record):
     restart_timeout_s: float = 300.0
     max_restarts: int = 5
     run_dir: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def problems(self) -> list[str]:
         """Settings that make the run meaningless or unbounded, as sentences."""

@@ -245,7 +245,7 @@ def load_launch_and_log(
         if note:
             out.notes.append(note)
     if evidence_dir and (out.launch_command is None or out.log_text is None):
-        from ..runs import load_result
+        from ..execution.runs import load_result
 
         try:
             evidence = load_result(evidence_dir, "evidence_capture")

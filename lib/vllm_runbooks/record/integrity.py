@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..runjson import RUN_JSON, run_json_edited
-from ..stage import sha256_file
+from ..execution.runjson import RUN_JSON, run_json_edited, sha256_file
 from .sources import RecordRefused, RunView
 
 #: Files the runner itself may legitimately touch after recording (the lock) are never listed.

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..bounded import load_json
-from ..runjson import RUN_JSON, read_run_json
-from ..scraps import read_scraps
-from ..stage import ArtefactError, latest_artefact
+from ..execution.runjson import RUN_JSON, ArtefactError, latest_artefact, read_run_json
+from ..execution.scraps import read_scraps
 
 MAX_JSON_BYTES = 32 * 1024 * 1024
 
@@ -119,7 +118,7 @@ class RunView:
     def artefact(self, rel: str) -> str | None:
         """The newest attempt of ``rel`` (``name.json``, ``name-2.json``…) the manifest lists, or None.
 
-        Through ``stage.latest_artefact``, the rule ``runs.load_result`` follows: a rerun writes
+        Through ``runjson.latest_artefact``, the rule ``runs.load_result`` follows: a rerun writes
         ``-2`` and the record must cite that one, never the stale fixed name.
         """
         try:
@@ -144,7 +143,7 @@ class RunView:
     def evidence(self) -> tuple[Any, str]:
         """Runbook 01's typed ``Evidence`` (through ``runs.load_result``) and, when None, why not."""
         if self._evidence is None:
-            from ..runs import load_result
+            from ..execution.runs import load_result
 
             try:
                 self._evidence = (load_result(self.path, "evidence_capture"), "")

@@ -1,8 +1,8 @@
 """Where the embedded target keeps its model cache and per-server state.
 
 Why one resolver: the CLI, the pytest fixtures and ``make demo`` must agree on the cache, whatever
-the working directory (a notebook runs from ``runbooks/``). Order: ``$VLLM_RUNBOOKS_CACHE``, then
-``<repo>/.cache/vllm-runbooks`` for a source checkout, then ``~/.cache/vllm-runbooks``.
+the working directory. Order: ``$VLLM_RUNBOOKS_CACHE``, then ``<repo>/.cache/vllm-runbooks`` for a
+source checkout, then the user's cache directory.
 """
 
 from __future__ import annotations
@@ -10,25 +10,23 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-
-def repo_root() -> Path | None:
-    """The checkout this package runs from (editable install), or None for an installed wheel."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "pyproject.toml").is_file() and (parent / "lib" / "vllm_runbooks").is_dir():
-            return parent
-    return None
+from ..resources import checkout_root
 
 
 def cache_root() -> Path:
-    """The cache folder (``VLLM_RUNBOOKS_CACHE``, else the user cache dir): models survive venv rebuilds."""
+    """The cache folder: ``$VLLM_RUNBOOKS_CACHE``; a checkout's ``.cache/``; else the user's cache dir.
+
+    Never inside an installed package (site-packages may be read-only and is shared); models
+    survive venv rebuilds. The user's cache dir is ``$XDG_CACHE_HOME`` or ``~/.cache``.
+    """
     env = os.environ.get("VLLM_RUNBOOKS_CACHE")
     if env:
         return Path(env).expanduser()
-    root = repo_root()
+    root = checkout_root()
     if root is not None:
         return root / ".cache" / "vllm-runbooks"
-    return Path.home() / ".cache" / "vllm-runbooks"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg and Path(xdg).is_absolute() else Path.home() / ".cache") / "vllm-runbooks"
 
 
 def state_root() -> Path:

@@ -28,7 +28,7 @@ def _gpus(ctx: StepContext) -> tuple[list[dict[str, Any]], str, Evidence | None]
         return ctx.shared["gpus"]
     ev = None
     if ctx.config.evidence_dir:
-        from ...runs import load_result
+        from ...execution.runs import load_result
 
         try:
             ev = load_result(ctx.config.evidence_dir, "evidence_capture")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .redact import redact_text
+from ..redact import redact_text
 from .scraps import SCRAP_MIME
 
 REPORT_SUFFIX = ".report.html"

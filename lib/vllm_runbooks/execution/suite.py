@@ -10,17 +10,16 @@ says what is missing. A suite never writes into an existing run directory.
 
 from __future__ import annotations
 
-import ast
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .artefacts import write_artefact
-from .records import Record, utc_now
+from ..artefacts import write_artefact
+from ..records import Record, utc_now
 from .runjson import RUN_JSON
-from .runner import RunbookError, available_runbooks, new_run_dir, run_runbook
+from .runner import RunbookError, new_run_dir, run_runbook
+from .templates import available_runbooks, parameter_defaults
 
 SHARED = "shared"
 RECORD = "change_record"
@@ -69,25 +68,6 @@ class SuiteResult(Record):
         if record.is_file():
             out.append(f"change record: {Path(self.run_dir) / 'change_record.md'} (offline: {record})")
         return out
-
-
-def template_parameters(template: Path) -> dict[str, Any]:
-    """Names assigned in a template's ``parameters`` cell and their defaults (literals, else None)."""
-    nb = json.loads(template.read_text(encoding="utf-8"))
-    for cell in nb.get("cells", []):
-        if "parameters" in cell.get("metadata", {}).get("tags", []):
-            tree = ast.parse("".join(cell.get("source", "")))
-            out: dict[str, Any] = {}
-            for node in tree.body:
-                if isinstance(node, ast.Assign):
-                    for t in node.targets:
-                        if isinstance(t, ast.Name):
-                            try:
-                                out[t.id] = ast.literal_eval(node.value)
-                            except ValueError:
-                                out[t.id] = None
-            return out
-    return {}
 
 
 def suite_order(params: Mapping[str, Any], templates: Path | None = None) -> list[tuple[str, Path]]:
@@ -161,7 +141,7 @@ def run_suite(
     if base is not None and not (base / RUN_JSON).is_file():
         raise RunbookError(f"--baseline {base}: not a run directory (no {RUN_JSON})")
     order = suite_order(params, templates)
-    declared = {name: template_parameters(template) for name, template in order}
+    declared = {name: parameter_defaults(template) for name, template in order}
     probe = Path(run_dir or ".")
     for name, _ in order:  # a bad section refuses the whole suite before anything runs
         plan_parameters(name, declared[name], params, probe, base)

@@ -8,8 +8,6 @@ This module imports nothing of the runner: the runner, the CLI and the console s
 
 from __future__ import annotations
 
-import ast
-import json
 import keyword
 import math
 import os
@@ -17,14 +15,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .redact import redact_text
+from ..redact import redact_text
 
 
 class RunbookError(Exception):
     """A run that could not even start: unknown runbook, notebook already present, bad params.
 
     Defined here, beside the parameter checks that raise it most, so that this module need not
-    import the runner; ``vllm_runbooks.runner.RunbookError`` is the same class.
+    import the runner; ``vllm_runbooks.execution.runner.RunbookError`` is the same class.
     """
 
 
@@ -80,40 +78,6 @@ MAX_PARAM_FILE_BYTES = 1024 * 1024
 MAX_SECONDS = 24 * 3600
 
 
-def declared_parameters(template: Path) -> dict[str, Any]:
-    """Name → default of the template's ``parameters`` cell: the only names a run may set.
-
-    papermill writes ``NAME = VALUE`` lines into the notebook, so a key that is not one of these
-    names (``x=1;__import__('os')…``) would be executed as code; the defaults give the types.
-    A default that is not a literal is given as ``...`` (any value accepted).
-    """
-    try:
-        nb = json.loads(template.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise RunbookError(f"{template}: unreadable template ({exc})") from exc
-    found: dict[str, Any] = {}
-    for cell in nb.get("cells", []):
-        if "parameters" not in ((cell.get("metadata") or {}).get("tags") or []):
-            continue
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
-        try:
-            tree = ast.parse(source)
-        except SyntaxError as exc:
-            raise RunbookError(f"{template}: the parameters cell is not valid Python ({exc})") from exc
-        for node in tree.body:
-            targets = node.targets if isinstance(node, ast.Assign) else []
-            if isinstance(node, ast.AnnAssign):
-                targets = [node.target]
-            for target in targets:
-                if isinstance(target, ast.Name):
-                    try:
-                        found[target.id] = ast.literal_eval(node.value) if node.value is not None else ...
-                    except ValueError:
-                        found[target.id] = ...
-    return found
-
-
 def _is_seconds(name: str) -> bool:
     return name.endswith(("_s", "_seconds")) or name in {"timeout", "seconds"} or name.startswith("max_seconds")
 
@@ -146,7 +110,7 @@ def _check_type(runbook: str, key: str, default: Any, value: Any) -> Any:
 
     if isinstance(value, float) and not math.isfinite(value):
         raise refuse("a finite number")
-    if value is None or default is ...:
+    if value is None or default is None:
         checked = value
     elif isinstance(default, bool):
         if not isinstance(value, bool):

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .redact import redact_text
+from ..redact import redact_text
 
 #: headline figures holding a mapping of step/stage/check name → status
 STEP_FIGURES = ("steps", "stages", "checks")

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .records import to_jsonable
+from ..records import to_jsonable
 
 SCRAP_MIME = "application/scrapbook.scrap.json+json"
 

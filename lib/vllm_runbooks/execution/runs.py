@@ -14,10 +14,10 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from .records import Record
+from ..execution.runjson import sha256_file
+from ..records import Record
+from ..resources import default_runs_dir
 from .runjson import RUN_JSON, is_run_bookkeeping, read_run_json, run_json_edited
-from .runner import DEFAULT_RUNS_DIR
-from .stage import sha256_file
 
 
 @dataclasses.dataclass
@@ -118,7 +118,7 @@ def _verify(path: Path, data: dict[str, Any]) -> list[str]:
 
 def list_runs(base: str | Path | None = None) -> list[RunSummary]:
     """Every run directory under ``base`` (default ``runs/``), oldest first."""
-    root = Path(base or DEFAULT_RUNS_DIR)
+    root = Path(base or default_runs_dir())
     if not root.is_dir():
         return []
     return [summarise_run(p) for p in sorted(root.iterdir()) if p.is_dir()]
@@ -135,7 +135,7 @@ class RunComparison(Record):
     changed: list[str]
 
     def _repr_html_(self) -> str:
-        from .display import html_table
+        from ..display import html_table
 
         columns = ["runbook", "figure"] + [Path(r.run_dir).name for r in self.runs]
         marked = [
@@ -184,13 +184,13 @@ def load_result(run_dir: str | Path, runbook: str) -> Any:
 
     Later stages read earlier results through it (02–05 read runbook 01's evidence here, and so
     does 06); 06 reads the files of 02–05 it cites by the same rule, through
-    ``stage.latest_artefact`` (the newest attempt run.json's manifest lists). The result class
+    ``runjson.latest_artefact`` (the newest attempt run.json's manifest lists). The result class
     is found by runbook name in the stage registry, the file is checked against run.json's sha256
-    manifest, and a changed, unlisted or unreadable file raises ``stage.ArtefactError`` naming it.
+    manifest, and a changed, unlisted or unreadable file raises ``runjson.ArtefactError`` naming it.
     ``runbook`` may carry its number (``01_evidence_capture``). A missing artefact raises
     ``FileNotFoundError``.
     """
-    from .stage import load_result as _load
+    from ..stage import load_result as _load
 
     return _load(run_dir, runbook)
 
@@ -206,7 +206,7 @@ class RunResults(Record):
     refused: dict[str, str] = dataclasses.field(default_factory=dict)  # runbook → why it was not read
 
     def _repr_html_(self) -> str:
-        from .display import html_table
+        from ..display import html_table
 
         rows = [
             {"runbook": name, "verdict": result.headline().verdict, "read back": "yes"}
@@ -221,7 +221,7 @@ def load_results(run_dir: str | Path) -> RunResults:
     Why: the change record (runbook 06) and the run comparison read every stage of a run; one
     refused artefact (changed since the run) is named, and the others are still read.
     """
-    from .stage import result_class
+    from ..stage import result_class
 
     out = RunResults(run_dir=str(run_dir))
     try:

@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .artefacts import write_atomic
-from .redact import redact_markup, redact_markup_obj, redact_obj, redact_text
+from ..artefacts import write_atomic
+from ..redact import redact_markup, redact_markup_obj, redact_obj, redact_text
 from .scraps import SCRAP_MIME
 
 #: The mime type of a plotly figure in a notebook output (the console draws these itself).

@@ -25,26 +25,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..records import Record, utc_now
+from ..redact import redact_parameters, redact_text
+from ..resources import default_runs_dir
+from ..stage import Headline
 from .notebook_output import render_html, scrub_notebook
-from .parameters import (
-    RunbookError,
-    check_parameters,
-    declared_parameters,
-    keep_real_paths,
-    refuse_altered_targets,
-)
-from .records import Record, utc_now
-from .redact import redact_parameters, redact_text
+from .parameters import RunbookError, check_parameters, keep_real_paths, refuse_altered_targets
 from .report_view import render_report_view
 from .runjson import RUN_JSON, read_run_json, record_run, record_running, run_json_edited
 from .scraps import read_scraps
-from .stage import Headline
+from .templates import parameter_defaults, resolve_runbook, runbook_name, template_sha256
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-RUNBOOKS_DIR = Path(os.environ.get("VLLM_RUNBOOKS_TEMPLATES", REPO_ROOT / "runbooks"))
-DEFAULT_RUNS_DIR = Path(os.environ.get("VLLM_RUNBOOKS_RUNS", REPO_ROOT / "runs"))
 KERNEL_LOG_LEVEL = os.environ.get("VLLM_RUNBOOKS_KERNEL_LOG_LEVEL", "CRITICAL")
-_TEMPLATE_RE = re.compile(r"^(\d\d)_(.+)\.ipynb$")
 
 
 @dataclasses.dataclass
@@ -64,6 +56,7 @@ class RunbookResult(Record):
     error: str | None = None
     headline: dict[str, Any] | None = None
     run_dir: str = ""
+    template_sha256: str = ""  # the exact template text executed (the package version is in run.json)
 
     def summary_line(self) -> str:
         """One line per runbook for the terminal summary a person scans after a run."""
@@ -71,7 +64,7 @@ class RunbookResult(Record):
         return f"{self.name:<24} {self.status:<7} verdict={verdict}"
 
     def _repr_html_(self) -> str:
-        from .display import banner, html_table
+        from ..display import banner, html_table
 
         tone = "good" if self.status == "ok" else "bad"
         verdict = (self.headline or {}).get("verdict", "—")
@@ -79,29 +72,9 @@ class RunbookResult(Record):
         return banner(f"{self.name}: {self.status}", f"verdict: {verdict}", tone) + html_table(rows)
 
 
-def available_runbooks(templates: Path | None = None) -> dict[str, Path]:
-    """Runbook name (without its number) → template path, in procedure order."""
-    folder = templates or RUNBOOKS_DIR
-    found: dict[str, Path] = {}
-    for path in sorted(folder.glob("*.ipynb")):
-        match = _TEMPLATE_RE.match(path.name)
-        if match:
-            found[match.group(2)] = path
-    return found
-
-
-def resolve_runbook(name: str, templates: Path | None = None) -> Path:
-    """The template of ``name`` (with or without its number or ``.ipynb``); RunbookError if unknown."""
-    books = available_runbooks(templates)
-    key = re.sub(r"^\d\d_", "", name).removesuffix(".ipynb")
-    if key not in books:
-        raise RunbookError(f"unknown runbook {name!r}; available: {', '.join(books) or '(none)'}")
-    return books[key]
-
-
 def new_run_dir(base: Path | None = None, label: str | None = None) -> Path:
     """Create ``runs/<UTC timestamp>-<host>-<short id>/``; exclusive, so two runs never share one."""
-    base = Path(base or DEFAULT_RUNS_DIR)
+    base = Path(base or default_runs_dir())
     base.mkdir(parents=True, exist_ok=True)
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     host = re.sub(r"[^A-Za-z0-9.-]+", "-", label or socket.gethostname())[:40] or "host"
@@ -159,9 +132,10 @@ def run_runbook(
     import papermill as pm
 
     template = resolve_runbook(name, templates)
-    short = _TEMPLATE_RE.match(template.name).group(2)  # type: ignore[union-attr]
+    short = runbook_name(template)
     # Everything that can be refused is refused before the run directory is touched.
-    checked = check_parameters(short, declared_parameters(template), dict(parameters or {}))
+    checked = check_parameters(short, parameter_defaults(template), dict(parameters or {}))
+    digest = template_sha256(template)
     # Parameters are redacted before papermill writes them into the notebook: a secret passed
     # by mistake (an --api-key in a launch command) must not land in shared evidence.
     params = redact_parameters(checked)
@@ -180,7 +154,7 @@ def run_runbook(
     except FileExistsError as exc:
         raise RunbookError(f"{output} already exists: a run never overwrites another") from exc
     entry_id = secrets.token_hex(6)
-    record_running(run_path, short, output, params, entry_id)
+    record_running(run_path, short, output, params, entry_id, digest)
 
     started, t0 = utc_now(), time.monotonic()
     status, error = "ok", None
@@ -191,7 +165,7 @@ def run_runbook(
             parameters=params,
             kernel_name=kernel_name,
             progress_bar=progress,
-            cwd=str(REPO_ROOT),
+            cwd=str(Path.cwd()),  # relative paths in parameters mean what they meant to the caller
             execution_timeout=execution_timeout_s,
             request_save_on_cell_execute=True,
             # Steps report live (collectors as they run) on our stderr, keeping stdout for the summary;
@@ -226,6 +200,7 @@ def run_runbook(
         error=error,
         headline=headline.to_dict() if headline else None,
         run_dir=str(run_path),
+        template_sha256=digest,
     )
     record_run(run_path, result, entry_id)
     return result

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import secrets
 import shutil
 import socket
@@ -24,10 +25,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .records import Record, utc_now
-from .redact import redact_obj
-from .stage import sha256_file
+from .. import __version__
+from ..bounded import load_json
+from ..records import Record, utc_now
+from ..redact import redact_obj
 
 #: The record's file name in every run directory.
 RUN_JSON = "run.json"
@@ -72,7 +73,9 @@ def record_run(run_dir: Path, result: Record, entry_id: str | None = None) -> di
         return _record_run_locked(run_dir, result.to_dict(), entry_id)
 
 
-def record_running(run_dir: Path, name: str, output: Path, params: dict[str, Any], entry_id: str) -> None:
+def record_running(
+    run_dir: Path, name: str, output: Path, params: dict[str, Any], entry_id: str, template_sha256: str = ""
+) -> None:
     """Say in run.json that a runbook is running, before it runs.
 
     A run killed mid-way (SIGKILL, a lost node) then leaves ``status: running`` behind, which
@@ -88,6 +91,7 @@ def record_running(run_dir: Path, name: str, output: Path, params: dict[str, Any
         "run_dir": str(run_dir),
         "pid": os.getpid(),
         "host": socket.gethostname(),
+        "template_sha256": template_sha256,
     }
     with _run_lock(run_dir):
         _record_run_locked(run_dir, entry, entry_id)
@@ -280,3 +284,113 @@ def environment_versions() -> dict[str, Any]:
         "packages": packages,
         "tools": tools,
     }
+
+
+class ArtefactError(ValueError):
+    """A saved result that cannot be trusted (changed since the run, unreadable, wrong kind).
+
+    A ``ValueError`` so callers that already refuse bad input keep refusing; the message names
+    the file, because the person reading it has to go and look at that file.
+    """
+
+    def __init__(self, path: str | Path, why: str) -> None:
+        self.path = str(path)
+        self.why = why
+        super().__init__(f"{path}: {why}")
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 of a file, streamed (artefacts may be large logs); the run manifest's hash."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+#: A run.json or saved record larger than this is not read (a record is a few KiB; a run dir may be hostile).
+ARTEFACT_JSON_MAX_BYTES = 64 * 1024 * 1024
+
+
+def run_manifest(run_dir: str | Path) -> dict[str, str] | None:
+    """The run's sha256 manifest (relative path → sha256), or None when the folder has no run.json.
+
+    Read through :func:`read_run_json` (the one bounded run.json reader); an unreadable or
+    edited run.json raises :class:`ArtefactError` naming it: its list cannot vouch for anything.
+    """
+    manifest_file = Path(run_dir) / RUN_JSON
+    if not manifest_file.is_file():
+        return None
+    try:
+        data = read_run_json(manifest_file, ARTEFACT_JSON_MAX_BYTES)
+        if not isinstance(data, dict):
+            raise ValueError(f"holds {type(data).__name__}, not a run record")
+        listed = data.get("artefacts") or {}
+        if not isinstance(listed, dict):
+            raise ValueError("its artefact list is not a mapping")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ArtefactError(manifest_file, f"run manifest unreadable ({exc})") from exc
+    edited = run_json_edited(data)
+    if edited:
+        raise ArtefactError(manifest_file, edited)
+    return {str(k): str(v) for k, v in listed.items()}
+
+
+def verify_artefact(run_dir: str | Path, path: Path) -> None:
+    """Refuse ``path`` when the run's sha256 manifest (run.json) does not vouch for it.
+
+    A file whose hash differs is refused, and so is a file the manifest does not list (planted
+    after the runbooks ran). Without run.json (an interactive run) there is nothing to check.
+    """
+    manifest = run_manifest(run_dir)
+    if manifest is None:
+        return
+    rel = path.resolve().relative_to(Path(run_dir).resolve()).as_posix()
+    expected = manifest.get(rel)
+    if expected is None:
+        raise ArtefactError(path, "not in run.json's artefact manifest: written after the run recorded it")
+    if sha256_file(path) != expected:
+        raise ArtefactError(path, "changed since the run recorded it (sha256 differs from run.json)")
+
+
+def latest_artefact(run_dir: str | Path, relpath: str) -> Path | None:
+    """The newest of ``relpath``, ``name-2``, ``name-3``… (a re-run cell never overwrites).
+
+    Where the folder has a run.json only files its manifest lists count: a planted
+    ``name-9.json`` is not the newest attempt.
+    """
+    target = Path(run_dir) / relpath
+    pattern = re.compile(rf"^{re.escape(target.stem)}(?:-(\d+))?{re.escape(target.suffix)}$", re.ASCII)
+    manifest = run_manifest(run_dir)
+    folder = Path(relpath).parent
+    found: list[tuple[int, Path]] = []
+    if target.parent.is_dir():
+        for p in target.parent.iterdir():
+            m = pattern.match(p.name)
+            if not m or not p.is_file():
+                continue
+            if manifest is not None and (folder / p.name).as_posix() not in manifest:
+                continue
+            found.append((int(m.group(1) or 1), p))
+    return max(found)[1] if found else None
+
+
+def read_artefact_json(run_dir: str | Path, relpath: str, schema: str | None = None) -> tuple[dict[str, Any], Path]:
+    """Read a saved JSON artefact after checking it against the run's manifest.
+
+    Raises ``FileNotFoundError`` when absent and :class:`ArtefactError` (naming the file) when it
+    changed, is not JSON, or holds another kind of record.
+    """
+    path = latest_artefact(run_dir, relpath)
+    if path is None:
+        raise FileNotFoundError(f"no {relpath} in {run_dir}")
+    verify_artefact(run_dir, path)
+    try:
+        data = load_json(path, ARTEFACT_JSON_MAX_BYTES)[0]
+    except (OSError, ValueError) as exc:
+        raise ArtefactError(path, f"not readable JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ArtefactError(path, f"holds {type(data).__name__}, not a record")
+    if schema is not None and data.get("schema") != schema:
+        raise ArtefactError(path, f"schema is {data.get('schema')!r}, expected {schema!r}")
+    return data, path
