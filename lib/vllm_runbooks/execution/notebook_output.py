@@ -15,6 +15,7 @@ from typing import Any
 
 from ..artefacts import write_atomic
 from ..redact import redact_markup, redact_markup_obj, redact_obj, redact_text
+from .offline_html import OfflineRenderer
 from .scraps import SCRAP_MIME
 
 #: The mime type of a plotly figure in a notebook output (the console draws these itself).
@@ -142,18 +143,19 @@ def _plotlyjs() -> str:
     return _PLOTLYJS[0]
 
 
-def render_html(notebook: Path) -> Path | None:
-    """Self-contained HTML next to the notebook: plotly.js inlined by the figures, no CDN script."""
+def render_html(notebook: Path, renderer: OfflineRenderer | None = None) -> Path | None:
+    """Self-contained HTML next to the notebook: plotly.js inlined by the figures, no CDN script.
+
+    ``renderer``: the run's warmed :class:`~.offline_html.OfflineRenderer` (a fresh one when None).
+    """
     try:
         import nbformat
-
-        from .offline_html import offline_html_exporter
 
         nb = nbformat.read(str(notebook), as_version=4)
         for cell in nb.cells:  # scraps are data for machines, not something to show a reader
             if cell.get("outputs"):
                 cell.outputs = [o for o in cell.outputs if set(o.get("data", {})) != {SCRAP_MIME}]
-        body, _ = offline_html_exporter().from_notebook_node(nb)
+        body = (renderer or OfflineRenderer()).render(nb)
     except Exception as exc:  # an unreadable notebook still gets an HTML page saying why
         body = f"<html><body><h1>HTML rendering failed</h1><pre>{redact_text(repr(exc))}</pre></body></html>"
     html_path = notebook.with_suffix(".html")

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from ..redact import redact_text
+from .offline_html import OfflineRenderer
 from .scraps import SCRAP_MIME
 
 REPORT_SUFFIX = ".report.html"
@@ -24,16 +25,17 @@ def report_path(notebook: Path) -> Path:
     return notebook.with_name(notebook.stem + REPORT_SUFFIX)
 
 
-def render_report_view(notebook: str | Path) -> Path | None:
-    """Write ``<stem>.report.html`` beside an executed notebook; never over an existing file."""
+def render_report_view(notebook: str | Path, renderer: OfflineRenderer | None = None) -> Path | None:
+    """Write ``<stem>.report.html`` beside an executed notebook; never over an existing file.
+
+    ``renderer``: the run's warmed :class:`~.offline_html.OfflineRenderer` (a fresh one when None).
+    """
     notebook = Path(notebook)
     target = report_path(notebook)
     if target.exists():
         return None
     try:
         import nbformat
-
-        from .offline_html import offline_html_exporter
 
         nb = nbformat.read(str(notebook), as_version=4)
         cells = []
@@ -48,8 +50,7 @@ def render_report_view(notebook: str | Path) -> Path | None:
                     continue
             cells.append(cell)
         nb.cells = cells
-        exporter = offline_html_exporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
-        body, _ = exporter.from_notebook_node(nb)
+        body = (renderer or OfflineRenderer()).render(nb, report=True)
     except Exception as exc:  # the full HTML is still there; say why this view is not
         body = f"<html><body><h1>Report view failed</h1><pre>{redact_text(repr(exc))}</pre></body></html>"
     try:

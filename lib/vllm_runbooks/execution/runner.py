@@ -30,6 +30,7 @@ from ..redact import redact_parameters, redact_text
 from ..resources import default_runs_dir
 from ..stage import Headline
 from .notebook_output import render_html, scrub_notebook
+from .offline_html import OfflineRenderer
 from .parameters import RunbookError, check_parameters, keep_real_paths, refuse_altered_targets
 from .report_view import render_report_view
 from .runjson import RUN_JSON, read_run_json, record_run, record_running, run_json_edited
@@ -131,6 +132,8 @@ def run_runbook(
     """
     import papermill as pm
 
+    from .engine import ENGINE_NAME, flush_on_terminate
+
     template = resolve_runbook(name, templates)
     short = runbook_name(template)
     # Everything that can be refused is refused before the run directory is touched.
@@ -158,25 +161,28 @@ def run_runbook(
 
     started, t0 = utc_now(), time.monotonic()
     status, error = "ok", None
+    html = OfflineRenderer().warm_in_background()  # ready by the time the notebook has run
     try:
-        pm.execute_notebook(
-            str(template),
-            str(output),
-            parameters=params,
-            kernel_name=kernel_name,
-            progress_bar=progress,
-            cwd=str(Path.cwd()),  # relative paths in parameters mean what they meant to the caller
-            execution_timeout=execution_timeout_s,
-            request_save_on_cell_execute=True,
-            # Steps report live (collectors as they run) on our stderr, keeping stdout for the summary;
-            # the notebook keeps the same lines.
-            stdout_file=sys.stderr if progress else None,
-            stderr_file=sys.stderr if progress else None,
-            # The kernel's own log (a TCP-transport warning at start, "KeyboardInterrupt caught in
-            # kernel" at shutdown) is noise to the reader of a healthy run; cell errors are kept
-            # in the notebook and in result.error.
-            extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],
-        )
+        with flush_on_terminate():
+            pm.execute_notebook(
+                str(template),
+                str(output),
+                parameters=params,
+                engine_name=ENGINE_NAME,  # nbclient's, saving the notebook at most once a second
+                kernel_name=kernel_name,
+                progress_bar=progress,
+                cwd=str(Path.cwd()),  # relative paths in parameters mean what they meant to the caller
+                execution_timeout=execution_timeout_s,
+                request_save_on_cell_execute=True,
+                # Steps report live (collectors as they run) on our stderr, keeping stdout for the summary;
+                # the notebook keeps the same lines.
+                stdout_file=sys.stderr if progress else None,
+                stderr_file=sys.stderr if progress else None,
+                # The kernel's own log (a TCP-transport warning at start, "KeyboardInterrupt caught in
+                # kernel" at shutdown) is noise to the reader of a healthy run; cell errors are kept
+                # in the notebook and in result.error.
+                extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],
+            )
     except Exception as exc:  # papermill raises PapermillExecutionError; keep any failure as evidence
         status = "failed"
         error = redact_text(_describe_error(exc))
@@ -185,8 +191,8 @@ def run_runbook(
     if output.stat().st_size == 0:  # papermill failed before writing anything: keep the template
         shutil.copyfile(template, output)
     scrub_notebook(output)
-    html_path = render_html(output)
-    render_report_view(output)  # the approver's view: results without code, beside the full HTML
+    html_path = render_html(output, html)
+    render_report_view(output, html)  # the approver's view: results without code, beside the full HTML
     headline = Headline.coerce(read_scraps(output).get("headline")) if output.stat().st_size else None
     result = RunbookResult(
         name=short,

@@ -1,0 +1,92 @@
+"""The runner's papermill engine: fewer rewrites of the output notebook, and nothing lost by it.
+
+Why: the throttled saves cut seconds from every run, and each way a deferred save could lose
+evidence (a raising cell, the end of the run, a cancel by SIGTERM) must still leave it on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from papermill.engines import NotebookExecutionManager
+
+from conftest import REPO_ROOT
+from notebook_factory import make_template
+from vllm_runbooks.execution import engine, runner
+
+pytestmark = pytest.mark.slow
+
+QUICK_CELLS = [f"print('cell {i} done')" for i in range(24)]
+
+
+def _outputs(notebook: Path) -> str:
+    return json.dumps([c.get("outputs", []) for c in json.loads(notebook.read_text())["cells"]])
+
+
+def test_quick_cells_are_saved_far_fewer_times_and_all_outputs_land(tmp_path: Path, monkeypatch) -> None:
+    writes: list[float] = []
+    original = NotebookExecutionManager.save
+
+    def counting(self, **kwargs):  # the real write, counted
+        writes.append(time.monotonic())
+        return original(self, **kwargs)
+
+    monkeypatch.setattr(NotebookExecutionManager, "save", counting)
+    make_template(tmp_path / "templates", "01_quick.ipynb", QUICK_CELLS)
+    result = runner.run_runbook("quick", {}, tmp_path / "run", templates=tmp_path / "templates")
+    assert result.status == "ok"
+    cells = len(QUICK_CELLS) + 1
+    # papermill alone writes at every cell start and end (2 per cell, plus start and end).
+    assert len(writes) < cells, f"{len(writes)} writes for {cells} cells"
+    text = _outputs(Path(result.notebook))
+    assert all(f"cell {i} done" in text for i in range(len(QUICK_CELLS))), "a deferred save was lost"
+
+
+def test_a_raising_cell_is_written_with_its_traceback(tmp_path: Path) -> None:
+    body = ["print('before')", "raise RuntimeError('kaboom on purpose')", "print('never')"]
+    make_template(tmp_path / "templates", "01_boom.ipynb", body)
+    result = runner.run_runbook("boom", {}, tmp_path / "run", templates=tmp_path / "templates")
+    assert result.status == "failed"
+    text = _outputs(Path(result.notebook))
+    assert "kaboom on purpose" in text and "before" in text and "never" not in text
+
+
+def test_sigterm_flushes_the_deferred_notebook_before_the_process_ends(tmp_path: Path) -> None:
+    """A cancel (SIGTERM to the runner, as the console sends) while a cell hangs right after quick
+    ones: the quick cells' outputs, possibly only in a deferred save, are on disk afterwards."""
+    marker = tmp_path / "hanging"
+    body = [
+        *QUICK_CELLS[:6],
+        f"import pathlib, time\npathlib.Path({str(marker)!r}).write_text('x')\ntime.sleep(600)",
+    ]
+    make_template(tmp_path / "templates", "01_hang.ipynb", body)
+    env = {**os.environ, "VLLM_RUNBOOKS_TEMPLATES": str(tmp_path / "templates")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT / "lib"), env.get("PYTHONPATH", "")])
+    run_dir = tmp_path / "run"
+    argv = [sys.executable, "-m", "vllm_runbooks.cli", "run", "hang", "--run-dir", str(run_dir), "--no-progress"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():  # the hanging cell has started: every quick cell has run
+            assert proc.poll() is None and time.monotonic() < deadline, "the hanging cell never started"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == -signal.SIGTERM  # the process still ends as SIGTERM ends it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = _outputs(run_dir / "01_hang.ipynb")
+    assert all(f"cell {i} done" in text for i in range(6)), "outputs before the cancel were lost"
+
+
+def test_the_engine_is_registered_under_its_name() -> None:
+    from papermill.engines import papermill_engines
+
+    assert papermill_engines.get_engine(engine.ENGINE_NAME) is engine.ThrottledEngine
