@@ -51,3 +51,18 @@ def test_python_dash_m_runs_the_same_entry_point() -> None:
     assert res.returncode == 0 and "evidence_capture" in res.stdout
     bad = subprocess.run([sys.executable, "-m", "vllm_runbooks.cli", "nosuch"], capture_output=True, text=True)
     assert bad.returncode == exit_codes.REFUSED
+
+
+def test_runs_dir_option_does_not_leak_into_the_callers_environment(tmp_path, monkeypatch) -> None:
+    """``--runs-dir`` reaches the kernels through the environment, but only for that command: an
+    in-process caller (a notebook, a test) keeps its own runs directory afterwards."""
+    import os
+
+    from vllm_runbooks.cli import main
+
+    monkeypatch.delenv("VLLM_RUNBOOKS_RUNS", raising=False)
+    assert main(["runs", "--runs-dir", str(tmp_path)]) == 0
+    assert "VLLM_RUNBOOKS_RUNS" not in os.environ
+    monkeypatch.setenv("VLLM_RUNBOOKS_RUNS", "/elsewhere")
+    assert main(["--runs-dir", str(tmp_path), "runs"]) == 0
+    assert os.environ["VLLM_RUNBOOKS_RUNS"] == "/elsewhere"

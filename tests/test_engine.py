@@ -86,6 +86,37 @@ def test_sigterm_flushes_the_deferred_notebook_before_the_process_ends(tmp_path:
     assert all(f"cell {i} done" in text for i in range(6)), "outputs before the cancel were lost"
 
 
+def test_quick_cells_before_a_silent_long_cell_reach_disk_while_it_runs(tmp_path: Path) -> None:
+    """No signal, no kernel message: the deferred save is still written about a second later, so
+    a SIGKILL (OOM killer, lost node) during a silent long cell keeps the cells before it."""
+    marker = tmp_path / "hanging"
+    body = [*QUICK_CELLS[:6], f"import pathlib, time\npathlib.Path({str(marker)!r}).write_text('x')\ntime.sleep(600)"]
+    make_template(tmp_path / "templates", "01_silent.ipynb", body)
+    env = {**os.environ, "VLLM_RUNBOOKS_TEMPLATES": str(tmp_path / "templates")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT / "lib"), env.get("PYTHONPATH", "")])
+    notebook = tmp_path / "run" / "01_silent.ipynb"
+    argv = [sys.executable, "-m", "vllm_runbooks.cli", "run", "silent", "--run-dir", str(tmp_path / "run")]
+    proc = subprocess.Popen([*argv, "--no-progress"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the silent cell never started"
+            time.sleep(0.05)
+        written = False
+        deadline = time.monotonic() + 10 * engine.SAVE_EVERY_S + 5
+        while not written and time.monotonic() < deadline:  # the timer's write, bounded in time
+            try:
+                text = _outputs(notebook)
+            except ValueError:  # empty or mid-write: papermill's own write is not atomic
+                text = ""
+            written = all(f"cell {i} done" in text for i in range(6))
+            time.sleep(0.1)
+        assert written, "the cells before the silent one were not written while it ran"
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+
+
 def test_the_engine_is_registered_under_its_name() -> None:
     from papermill.engines import papermill_engines
 

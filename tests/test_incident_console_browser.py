@@ -56,7 +56,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     )
     port, token = _free_port(), os.urandom(16).hex()
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "VLLM_RUNBOOKS_RUNS"},  # the workspace decides
         "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "lib"), os.environ.get("PYTHONPATH", "")]),
         "JUPYTER_CONFIG_DIR": str(home / "config"),
         "JUPYTER_RUNTIME_DIR": str(home / "runtime"),

@@ -63,16 +63,6 @@ def templates_dir() -> Path:
     return Path(override).expanduser() if override else shipped_dir("runbooks")
 
 
-def sample_incident(name: str) -> Path:
-    """A shipped sample incident bundle (``k3-cu130-on-r575``, ``k3-after-r580-upgrade``)."""
-    folder = shipped_dir("examples") / "incidents"
-    path = folder / name
-    if not name or "/" in name or name.startswith(".") or not path.is_dir():
-        known = ", ".join(sorted(p.name for p in folder.iterdir() if p.is_dir())) if folder.is_dir() else "(none)"
-        raise ResourceMissing(f"no sample incident {name!r}; shipped: {known}")
-    return path
-
-
 def workspace_root(start: Path | None = None) -> Path | None:
     """The workspace (a folder with :data:`WORKSPACE_MARKER`) holding ``start`` (default: cwd), if any.
 

@@ -50,14 +50,26 @@ class WorkspaceError(ValueError):
 def init_workspace(dest: str | Path) -> Path:
     """Write a new workspace at ``dest`` (absent or empty) and return its path.
 
-    Built in a hidden sibling folder and renamed into place, so an interrupted ``init`` leaves
-    no half workspace behind, and a folder that already holds anything is refused untouched.
+    A new folder is built in a hidden sibling and renamed into place, so an interrupted ``init``
+    leaves no half workspace behind. An existing empty folder (``mkdir ws && cd ws && init .``) is
+    filled in place, keeping its owner, mode and the shells standing in it; what was written is
+    removed again on failure. A folder that already holds anything is refused untouched.
     """
     target = Path(dest).expanduser().absolute()
     if target.exists() and not target.is_dir():
         raise WorkspaceError(f"{target} exists and is not a folder")
     if target.is_dir() and any(target.iterdir()):
         raise WorkspaceError(f"{target} is not empty: a workspace is only written into a new or empty folder")
+    if target.is_dir():
+        try:
+            _fill(target)
+        except BaseException as exc:
+            for entry in target.iterdir():  # it was empty: everything in it now is ours
+                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise WorkspaceError(f"cannot write the workspace at {target}: {exc.strerror or exc}") from exc
+            raise
+        return target
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(target.parent / f".{target.name}.init-{secrets.token_hex(4)}")
@@ -66,8 +78,6 @@ def init_workspace(dest: str | Path) -> Path:
         raise WorkspaceError(f"cannot create {target}: {exc.strerror or exc}") from exc
     try:
         _fill(staging)
-        if target.is_dir():
-            target.rmdir()  # still empty (checked above); rename(2) then puts the workspace there
         os.rename(staging, target)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)

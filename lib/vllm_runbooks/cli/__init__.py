@@ -88,9 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return diagnose_main(args_in[1:])
     parser = build_parser()
     args = parser.parse_args(args_in)
+    previous = os.environ.get(RUNS_ENV)
     if getattr(args, "runs_dir", None):
         # Through the environment, so the notebook kernels papermill starts (runbook 08 reads the
-        # runs directory, every runbook's interactive fallback writes there) agree with this process.
+        # runs directory, every runbook's interactive fallback writes there) agree with this
+        # process; put back afterwards, so an in-process caller's environment is left as it was.
         os.environ[RUNS_ENV] = str(Path(args.runs_dir).expanduser().absolute())
     try:
         return int(args.func(args) or 0)
@@ -101,6 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"vllm-runbooks: {exc}", file=sys.stderr)
         return exit_codes.REFUSED
+    finally:
+        if previous is None:
+            os.environ.pop(RUNS_ENV, None)
+        else:
+            os.environ[RUNS_ENV] = previous
 
 
 def add_runs_dir_option(parser: argparse.ArgumentParser) -> None:

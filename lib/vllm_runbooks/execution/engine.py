@@ -4,18 +4,23 @@ Why: papermill rewrites the whole output notebook at every cell's start and end.
 notebook carries plotly.js (about 5 MB) from its first figure on, and nbformat's indented JSON
 writer walks every node in Python, so runbook 01's 33 cells cost 66 full rewrites: about 3 s of
 an 8 s run on a 2-core machine. Here a save within :data:`SAVE_EVERY_S` of the previous write is
-deferred, and written by the next save, the next kernel message after the interval, or at the
-end. Nothing is lost: the notebook is always written when it completes (papermill's own final
-save, also after a failing cell), right after a cell raised, and when the process is asked to
-stop (SIGTERM, as the incident console's cancel sends) the pending state is flushed first.
+deferred, and a timer on the execution's event loop writes it :data:`SAVE_EVERY_S` later (while a
+silent cell runs, too); output a cell streams marks the notebook for the same timer, where
+papermill alone waits 30 s. The notebook is always written when it completes (papermill's final
+save, also after a failing cell), at once after a cell raised, and when the process is asked to
+stop (SIGTERM, as the incident console's cancel sends, or SIGHUP, a dropped terminal). What a
+SIGKILL (or the OOM killer) can take is the last second of output, where papermill alone could
+lose a long cell's last 30 s.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,6 +30,8 @@ from papermill.engines import NBClientEngine, NotebookExecutionManager, papermil
 ENGINE_NAME = "vllm_runbooks"
 #: Seconds between two writes of the output notebook while it executes.
 SAVE_EVERY_S = 1.0
+#: Signals after which the deferred notebook is written before the process ends as it would have.
+FLUSH_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 _CURRENT: list[ThrottledSaves] = []
 
@@ -35,6 +42,7 @@ class ThrottledSaves(NotebookExecutionManager):
     _last_write: float | None = None
     _pending = False
     _force = False
+    _timer: asyncio.TimerHandle | None = None
 
     def save(self, **kwargs: Any) -> None:
         """Write now when forced, first, or :data:`SAVE_EVERY_S` after the last write; else defer."""
@@ -44,7 +52,23 @@ class ThrottledSaves(NotebookExecutionManager):
         if self._force or self._last_write is None or now - self._last_write >= SAVE_EVERY_S:
             self._write()
         else:
-            self._pending = True
+            self._defer()
+
+    def _defer(self) -> None:
+        self._pending = True
+        if self._timer is not None:
+            return
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                loop = asyncio.get_event_loop()  # the loop nbclient runs each cell on (jupyter_core's)
+            self._timer = loop.call_later(SAVE_EVERY_S, self._timer_fired)
+        except RuntimeError:  # no loop to time it on: write now rather than risk losing it
+            self._write()
+
+    def _timer_fired(self) -> None:
+        self._timer = None
+        self.flush()
 
     def _write(self) -> None:
         super().save()
@@ -52,12 +76,11 @@ class ThrottledSaves(NotebookExecutionManager):
         self._pending = False
 
     def autosave_cell(self) -> None:
-        """Called on every kernel message: write a deferred save once the interval has passed."""
-        if self._pending and self._last_write is not None and time.monotonic() - self._last_write >= SAVE_EVERY_S:
-            self._write()
+        """Called on every kernel message: the notebook may have changed; write it or defer it."""
+        self.save()
 
     def flush(self) -> None:
-        """Write a deferred save now (the process is about to stop)."""
+        """Write a deferred save now (the interval has passed, or the process is about to stop)."""
         if self._pending:
             self._write()
 
@@ -69,6 +92,9 @@ class ThrottledSaves(NotebookExecutionManager):
     def notebook_complete(self, **kwargs: Any) -> None:
         """The final save is never deferred."""
         self._force = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         super().notebook_complete(**kwargs)
 
 
@@ -91,11 +117,11 @@ papermill_engines.register(ENGINE_NAME, ThrottledEngine)
 
 @contextmanager
 def flush_on_terminate() -> Iterator[None]:
-    """While executing, a SIGTERM first writes the deferred notebook, then ends the process as before."""
+    """While executing, SIGTERM / SIGHUP first write the deferred notebook, then act as before."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers can only be set from the main thread; the final save still happens
         return
-    previous = signal.getsignal(signal.SIGTERM)
+    previous = {sig: signal.getsignal(sig) for sig in FLUSH_SIGNALS}
 
     def handler(signum: int, frame: Any) -> None:
         for manager in list(_CURRENT):
@@ -103,14 +129,17 @@ def flush_on_terminate() -> Iterator[None]:
                 manager.flush()
             except Exception:  # noqa: BLE001 - stopping anyway; papermill's last write stands
                 pass
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
-        if callable(previous):
-            previous(signum, frame)
+        before = previous[signal.Signals(signum)]
+        signal.signal(signum, before if before is not None else signal.SIG_DFL)
+        if callable(before):
+            before(signum, frame)
         else:
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signum)
 
-    signal.signal(signal.SIGTERM, handler)
+    for sig in FLUSH_SIGNALS:
+        signal.signal(sig, handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+        for sig, before in previous.items():
+            signal.signal(sig, before if before is not None else signal.SIG_DFL)

@@ -49,8 +49,16 @@ def coerce_cli_value(text: str) -> Any:
 
 
 def load_param_file(path: str | Path) -> dict[str, Any]:
-    """A YAML mapping of parameters; anything else (bad YAML, not UTF-8, a list) is refused."""
+    """A YAML mapping of parameters; anything else (bad YAML, not UTF-8, a list) is refused.
+
+    A relative ``examples/…`` path missing here is the shipped example (``examples/suite.yaml``
+    means the same from a checkout and from a wheel).
+    """
     import yaml
+
+    from ..resources import resolve_shipped_path
+
+    path = resolve_shipped_path(path)
 
     try:
         with open(path, "rb") as handle:

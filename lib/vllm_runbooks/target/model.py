@@ -134,7 +134,12 @@ def ensure_model(
     start = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix=f".building-{spec.key()}-", dir=dest.parent))
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
+    # The builder runs as ``-m vllm_runbooks.target.model`` in ``python``, which may be another
+    # interpreter: it gets this package alone on its path (a folder holding only a link to it),
+    # never the whole site-packages this one was installed into.
+    package_link = Path(tempfile.mkdtemp(prefix=".pkg-", dir=dest.parent))
+    (package_link / "vllm_runbooks").symlink_to(Path(__file__).resolve().parents[1], target_is_directory=True)
+    env["PYTHONPATH"] = os.pathsep.join([str(package_link), env.get("PYTHONPATH", "")])
     env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
     cmd = [
         python or sys.executable,
@@ -148,6 +153,7 @@ def ensure_model(
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
+        shutil.rmtree(package_link, ignore_errors=True)
         shutil.rmtree(tmp, ignore_errors=True)
         return ModelBuild(
             False,
@@ -156,6 +162,7 @@ def ensure_model(
             elapsed_s=time.monotonic() - start,
             error=f"model build did not finish: {exc}",
         )
+    shutil.rmtree(package_link, ignore_errors=True)  # the link only, not the package it points at
     if proc.returncode != 0 or not is_complete(tmp):
         shutil.rmtree(tmp, ignore_errors=True)
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
