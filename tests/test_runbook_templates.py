@@ -189,3 +189,22 @@ def test_run_json_holds_every_typed_headline_and_each_result_reads_back(tmp_path
         head = Headline.coerce(recorded[name])
         assert recorded[name]["schema"] == "headline" and head is not None and head.runbook == name
         assert load_result(tmp_path / "run", name).headline().to_dict() == recorded[name]
+
+
+def test_one_reader_every_caller_sees_annotated_and_chained_parameters(tmp_path: Path) -> None:
+    """``x: int = 3`` and ``a = b = 1`` declare for the runner, the suite's shared routing and the
+    console alike (the suite's own parser used to drop the annotated one)."""
+    from notebook_factory import make_template
+    from vllm_runbooks.execution.parameters import check_parameters
+    from vllm_runbooks.execution.suite import plan_parameters
+    from vllm_runbooks.execution.templates import parameter_defaults
+
+    params = "run_dir = None\nendpoint_timeout_s: float = 3.0\nfirst = second = 1\nnot_a_default: int\n"
+    path = make_template(tmp_path, "01_annotated.ipynb", ["pass"], params)
+    names = [p.name for p in declared_parameters(path)]
+    assert names == ["run_dir", "endpoint_timeout_s", "first", "second"]
+    defaults = parameter_defaults(path)
+    assert check_parameters("annotated", defaults, {"endpoint_timeout_s": "7"}) == {"endpoint_timeout_s": 7}
+    shared = {"shared": {"endpoint_timeout_s": 9.0, "second": 2, "unrelated": True}}
+    planned, skip = plan_parameters("annotated", defaults, shared, tmp_path / "run", None)
+    assert planned == {"endpoint_timeout_s": 9.0, "second": 2} and skip is None
