@@ -91,3 +91,20 @@ def test_install_hint_names_what_exists(monkeypatch) -> None:
     assert install.install_hint() == install.CHECKOUT_HINT  # this checkout has scripts/
     monkeypatch.setattr(resources, "checkout_root", lambda: None)
     assert install.install_hint() == install.WHEEL_HINT and "scripts/" not in install.WHEEL_HINT
+
+
+def test_a_marker_that_is_not_a_file_of_this_user_is_not_a_workspace(tmp_path: Path, monkeypatch) -> None:
+    import os
+
+    monkeypatch.delenv(resources.RUNS_ENV, raising=False)
+    shared = tmp_path / "shared"
+    (shared / "someone").mkdir(parents=True)
+    (tmp_path / "elsewhere").write_text("{}")
+    (shared / WORKSPACE_MARKER).symlink_to(tmp_path / "elsewhere")  # a link is not a marker
+    monkeypatch.chdir(shared / "someone")
+    assert resources.default_runs_dir() == shared / "someone" / "runs"
+    (shared / WORKSPACE_MARKER).unlink()
+    (shared / WORKSPACE_MARKER).write_text("{}")
+    assert resources.default_runs_dir() == shared / "runs"
+    monkeypatch.setattr(os, "getuid", lambda: os.stat(shared / WORKSPACE_MARKER).st_uid + 1)  # planted by another user
+    assert resources.default_runs_dir() == shared / "someone" / "runs"

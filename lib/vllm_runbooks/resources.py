@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.resources
 import os
+import stat
 from pathlib import Path
 
 #: The shipped parts: name inside ``vllm_runbooks/shipped/`` → folder of a source checkout.
@@ -67,11 +68,19 @@ def workspace_root(start: Path | None = None) -> Path | None:
     """The workspace (a folder with :data:`WORKSPACE_MARKER`) holding ``start`` (default: cwd), if any.
 
     A notebook opened from ``WORKSPACE/runbooks/`` runs with that folder as its working
-    directory; its runs still belong in ``WORKSPACE/runs``.
+    directory; its runs still belong in ``WORKSPACE/runs``. A marker another user owns (or a
+    link) is ignored: a file planted in a shared ``/tmp`` must not redirect everyone's evidence
+    below it into a folder of its choosing.
     """
     here = (start or Path.cwd()).resolve()
+    uid = os.getuid() if hasattr(os, "getuid") else None
     for folder in (here, *here.parents):
-        if (folder / WORKSPACE_MARKER).is_file():
+        marker = folder / WORKSPACE_MARKER
+        try:
+            info = marker.lstat()
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode) and (uid is None or info.st_uid == uid):
             return folder
     return None
 
