@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT
+from vllm_runbooks import __version__
 
 pytestmark = pytest.mark.slow
 
@@ -113,13 +114,7 @@ def test_installed_package_is_not_the_checkout(installed: dict[str, Path]) -> No
     site = _site_package(installed)
     assert REPO_ROOT not in site.parents and site.is_relative_to(installed["python"].parents[1])
     version = _run([str(installed["cli"]), "--version"], installed["work"], _clean_env())
-    assert version.returncode == 0 and version.stdout.split()[-1] == _checkout_version()
-
-
-def _checkout_version() -> str:
-    from vllm_runbooks import __version__
-
-    return __version__
+    assert version.returncode == 0 and version.stdout.split()[-1] == __version__
 
 
 def _run_01_02(cli: list[str], cwd: Path, env: dict[str, str], run_dir: Path | None) -> tuple[dict, dict]:
@@ -154,7 +149,7 @@ def test_list_run_01_02_from_elsewhere_like_a_checkout(installed: dict[str, Path
         assert (run_dir / f"{name}.ipynb").stat().st_size > 0
         assert (run_dir / f"{name}.html").stat().st_size > 0 and (run_dir / f"{name}.report.html").is_file()
     record = json.loads((run_dir / "run.json").read_text())
-    assert record["status"] == "ok" and record["versions"]["vllm_runbooks"] == _checkout_version()
+    assert record["status"] == "ok" and record["versions"]["vllm_runbooks"] == __version__
     for entry in record["runbooks"]:
         template = site / "shipped" / "runbooks" / Path(entry["notebook"]).name
         assert entry["template_sha256"] == hashlib.sha256(template.read_bytes()).hexdigest()

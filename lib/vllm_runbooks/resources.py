@@ -17,8 +17,8 @@ import os
 import stat
 from pathlib import Path
 
-#: The shipped parts: name inside ``vllm_runbooks/shipped/`` → folder of a source checkout.
-SHIPPED_PARTS = {"runbooks": "runbooks", "notebooks": "notebooks", "examples": "examples"}
+#: The shipped parts: one folder name, inside ``vllm_runbooks/shipped/`` and at a checkout's top.
+SHIPPED_PARTS = ("runbooks", "notebooks", "examples")
 #: A folder holding this file is a workspace (``vllm-runbooks init``): its runs land beside it.
 WORKSPACE_MARKER = ".vllm-runbooks-workspace"
 #: Environment variables a user sets to move the templates or the runs.
@@ -51,8 +51,8 @@ def shipped_dir(part: str) -> Path:
     if packaged.is_dir():
         return Path(str(packaged))
     root = checkout_root()
-    if root is not None and (root / SHIPPED_PARTS[part]).is_dir():
-        return root / SHIPPED_PARTS[part]
+    if root is not None and (root / part).is_dir():
+        return root / part
     raise ResourceMissing(
         f"the package ships no {part}/ (looked in {packaged} and in a source checkout): reinstall vllm-runbooks"
     )

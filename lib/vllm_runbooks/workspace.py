@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 from . import __version__
+from .execution.templates import available_runbooks
 from .records import utc_now
 from .resources import WORKSPACE_MARKER, shipped_dir
 
@@ -92,7 +93,7 @@ def _fill(folder: Path) -> None:
     runbooks, notebooks, examples = shipped_dir("runbooks"), shipped_dir("notebooks"), shipped_dir("examples")
     (folder / "runbooks").mkdir()
     (folder / "runs").mkdir()
-    for template in sorted(runbooks.glob("[0-9][0-9]_*.ipynb")):
+    for template in available_runbooks(runbooks).values():
         shutil.copyfile(template, folder / "runbooks" / template.name)
     for name in COMPANIONS:
         shutil.copyfile(notebooks / name, folder / name)

@@ -7,10 +7,9 @@ an 8 s run on a 2-core machine. Here a save within :data:`SAVE_EVERY_S` of the p
 deferred, and a timer on the execution's event loop writes it :data:`SAVE_EVERY_S` later (while a
 silent cell runs, too); output a cell streams marks the notebook for the same timer, where
 papermill alone waits 30 s. The notebook is always written when it completes (papermill's final
-save, also after a failing cell), at once after a cell raised, and when the process is asked to
-stop (SIGTERM, as the incident console's cancel sends, or SIGHUP, a dropped terminal). What a
-SIGKILL (or the OOM killer) can take is the last second of output, where papermill alone could
-lose a long cell's last 30 s.
+save, which follows a failing cell at once), and when the process is asked to stop (SIGTERM, as
+the incident console's cancel sends, or SIGHUP, a dropped terminal). What a SIGKILL (or the OOM killer)
+can take is the last second of output, where papermill alone could lose a long cell's last 30 s.
 """
 
 from __future__ import annotations
@@ -84,13 +83,9 @@ class ThrottledSaves(NotebookExecutionManager):
         if self._pending:
             self._write()
 
-    def cell_exception(self, cell: Any, cell_index: int | None = None, **kwargs: Any) -> None:
-        """A raising cell is written at once: its traceback is the evidence."""
-        super().cell_exception(cell, cell_index=cell_index, **kwargs)
-        self._force = True
-
     def notebook_complete(self, **kwargs: Any) -> None:
-        """The final save is never deferred."""
+        """The final save is never deferred (papermill calls this in a ``finally``, so also right
+        after a raising cell: its traceback is the evidence)."""
         self._force = True
         if self._timer is not None:
             self._timer.cancel()

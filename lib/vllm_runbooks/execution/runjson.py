@@ -308,7 +308,7 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-#: A run.json or saved record larger than this is not read (a record is a few KiB; a run dir may be hostile).
+#: A saved record larger than this is not read (a record is a few KiB; a run dir may be hostile).
 ARTEFACT_JSON_MAX_BYTES = 64 * 1024 * 1024
 
 
@@ -322,7 +322,7 @@ def run_manifest(run_dir: str | Path) -> dict[str, str] | None:
     if not manifest_file.is_file():
         return None
     try:
-        data = read_run_json(manifest_file, ARTEFACT_JSON_MAX_BYTES)
+        data = read_run_json(manifest_file)
         if not isinstance(data, dict):
             raise ValueError(f"holds {type(data).__name__}, not a run record")
         listed = data.get("artefacts") or {}

@@ -13,11 +13,11 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from ..bounded import load_json
 from ..records import Record
 from ..resources import templates_dir
 from .parameters import RunbookError
@@ -78,10 +78,8 @@ def read_template(template: Path) -> dict[str, Any]:
     """The template's JSON, bounded; RunbookError naming the file when it is not a notebook."""
     path = Path(template)
     try:
-        if path.stat().st_size > MAX_TEMPLATE_BYTES:
-            raise RunbookError(f"{path}: larger than {MAX_TEMPLATE_BYTES} bytes, not a runbook template")
-        nb = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        nb, _ = load_json(path, MAX_TEMPLATE_BYTES)  # the one bounded JSON reader: size and depth
+    except (OSError, ValueError) as exc:
         raise RunbookError(f"{path}: unreadable template ({exc})") from exc
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise RunbookError(f"{path}: not a notebook (no cells)")
