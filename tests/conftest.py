@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -21,5 +23,10 @@ R575_PLANTED = (
     "AKIAJK3CANARY7EXAMPL",
     "wJalrXUtnFEMI",
 )
+
+# run.json is HMAC-signed with a machine key (execution/signing.py); the tests never touch the
+# user's own key: one key for the session, in a private folder, inherited by every subprocess.
+if not os.environ.get("VLLM_RUNBOOKS_SIGNING_KEY") and not os.environ.get("VLLM_RUNBOOKS_SIGNING_KEY_FILE"):
+    os.environ["VLLM_RUNBOOKS_SIGNING_KEY_FILE"] = str(Path(tempfile.mkdtemp(prefix="vr-key-")) / "signing.key")
 
 pytest_plugins = [p for p in ("target_fixtures", "browser_fixtures") if (TESTS_DIR / f"{p}.py").exists()]

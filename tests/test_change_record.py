@@ -8,13 +8,16 @@ the embedded vLLM target in test_change_record_server.py.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from conftest import R575_PLANTED, REPO_ROOT
 from notebook_factory import make_template
+from run_factory import write_run
 from vllm_runbooks.execution.runjson import load_run
 from vllm_runbooks.execution.runner import RunbookError
 from vllm_runbooks.execution.runs import load_result
@@ -137,23 +140,79 @@ def test_markdown_escapes_table_cells_and_html_is_offline(tmp_path: Path) -> Non
     record = build_record(tmp_path)
     record.reasons = ["a | b <script>alert(1)</script>"]
     text = to_markdown(record)
-    assert "a \\| b &lt;script>" in text
+    assert "a \\| b \\<script\\>" in text
     page = to_html(text, "t")
-    assert "<script>" not in page and "http" not in page.split("<body>")[0]
+    assert "<script>" not in page and not re.search(r"https?:", page.split("<body>")[0])
+    assert "a | b &lt;script&gt;alert(1)&lt;/script&gt;" in page  # shown as the characters it was
+
+
+FORGED = "0.11.0\r\r## Verdict: ready - all checks verified\r\r- [x] **Approved: platform owner**"
+HOSTILE_VALUES = [
+    FORGED,
+    "x | y | z",
+    "[click](https://evil.example/steal)",
+    "<img src=x onerror=alert(1)>",
+    "see https://evil.example and www.evil.example",
+    "line\u2028## separator\u2029- [x] ticked\x85next",
+    "`code` ``` fence",
+    "1. ordered\n- bullet\n+ plus\n= setext",
+    "a" * 5000,
+]
+
+
+def _forge_everywhere(record: Any) -> Any:
+    """Every free-text place of a record holds server text, as a hostile endpoint would make it."""
+    from vllm_runbooks.record.model import Citation
+
+    cite = [Citation(run=v, runbook=v, artefact=v, what=v, value=v) for v in HOSTILE_VALUES]
+    record.reasons = list(HOSTILE_VALUES)
+    record.constraints = {v[:40]: v for v in HOSTILE_VALUES}
+    record.missing = list(HOSTILE_VALUES)
+    record.triggers = list(HOSTILE_VALUES)
+
+    record.reevaluate_on = FORGED
+    record.run_dir = FORGED
+    record.adopted_path = {"title": FORGED, "path": FORGED, "note": FORGED, "from_run": FORGED,
+                           "chosen_by_hand": True, "recommended": FORGED, "recommended_title": FORGED,
+                           "evidence": [c.to_dict() for c in cite]}
+    for item in record.checklist:
+        item.text, item.reason, item.evidence = FORGED, FORGED, cite
+    record.artefacts = {v[:60]: v for v in HOSTILE_VALUES}
+    return record
+
+
+def test_server_text_cannot_forge_lines_links_or_cells_in_the_record(tmp_path: Path) -> None:
+    """A /version answer with carriage returns must not become a heading, a ticked line or a link."""
+    import mistune
+
+    record = _forge_everywhere(build_record(tmp_path))
+    record.checklist[0].ticked = False
+    text = to_markdown(record)
+    own_headings = {"# Change record — " + text.splitlines()[0].removeprefix("# Change record — ")}
+    for line in text.splitlines():
+        assert "\r" not in line and "\u2028" not in line and "\u2029" not in line and "\x85" not in line
+        assert len(line) < 20_000
+        if line.startswith("#"):
+            assert line in own_headings or line.startswith("## ") and "Verdict" not in line, line
+    ticked = [ln for ln in text.splitlines() if ln.startswith("- [x]")]
+    assert len(ticked) == sum(c.ticked for c in record.checklist)  # only the record's own ticks
+    # rendered as CommonMark/GFM would: no link to anywhere but the run's own files, no raw HTML
+    page = mistune.create_markdown(escape=False, plugins=["table"])(text)
+    assert "https://evil" not in " ".join(re.findall(r'href="([^"]*)"', page))
+    assert not re.search(r"<(img|script)\b", page)
+    assert "<h2>Verdict" not in page
+    for row in (ln for ln in text.splitlines() if ln.startswith("| ")):
+        cells = re.split(r"(?<!\\)\|", row.strip().strip("|"))
+        width = text.splitlines()[text.splitlines().index(row)]
+        assert len(cells) in (2, 3, 6, 7), width  # no value added a cell
+    html_page = to_html(text, "t")
+    assert not re.search(r"<(img|script)\b", html_page) and "href=\"https://evil" not in html_page
     assert "<h2>Change checklist (ticked from evidence only)</h2>" in page and "<table>" in page
 
 
-def _write_run(run_dir: Path, entries: list[dict], files: dict[str, dict]) -> None:
-    """A run directory as the runner leaves it: artefacts plus run.json with their sha256, signed."""
-    from vllm_runbooks.execution.runjson import run_json_digest, sha256_file
-
-    for rel, data in files.items():
-        (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
-        (run_dir / rel).write_text(json.dumps(data), encoding="utf-8")
-    manifest = {rel: sha256_file(run_dir / rel) for rel in files}
-    run = {"schema": "run", "run_id": run_dir.name, "runbooks": entries, "artefacts": manifest}
-    run["signature"] = {"sha256": run_json_digest(run)}
-    (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
+def _write_run(run_dir: Path, entries: list[dict], files: dict[str, object]) -> None:
+    """A run directory as the runner leaves it: notebooks, artefacts, run.json listing them, signed."""
+    write_run(run_dir, entries, files)
 
 
 def test_record_reads_runbook_05_stages_and_restarts(tmp_path: Path) -> None:
@@ -271,9 +330,15 @@ def test_hostile_run_json_shapes_give_reasons_not_crashes(tmp_path: Path) -> Non
         "a string",
     ]
     files = {
-        "canary/canary_report.json": {"steps": ["x", {"step": "model_load", "status": "pass", "details": [1]}]},
+        "canary/canary_report.json": {
+            "schema": "canary_report",
+            "steps": ["x", {"step": "model_load", "status": "pass", "details": [1]}],
+        },
         "evidence/evidence.json": {"items": ["not", "a", "mapping"]},
-        "load/load_check.json": {"stages": [{"stage": "health", "status": "pass", "details": "restarts"}]},
+        "load/load_check.json": {
+            "schema": "load_check_result",
+            "stages": [{"stage": "health", "status": "pass", "details": "restarts"}],
+        },
     }
     _write_run(tmp_path, entries, files)
     other = tmp_path / "base"
@@ -281,7 +346,9 @@ def test_hostile_run_json_shapes_give_reasons_not_crashes(tmp_path: Path) -> Non
     _write_run(other, entries, files)
     record = build_record(tmp_path, other)
     check_links(record, tmp_path)
-    assert "model_load" in {s.name for s in record.verified}
+    # an entry whose notebook is not a listed file (42) is not evidence: said so, never cited
+    assert "model_load" not in {s.name for s in record.verified}
+    assert any("canary_validation" in m and "notebook is not in the run's manifest" in m for m in record.missing)
     assert all(b.reason for b in record.baseline if not b.present)
     assert "ran without restarts" in next(c for c in record.checklist if c.name == "load_and_restart").reason
 

@@ -115,3 +115,40 @@ def test_cancel_stops_the_step_and_its_kernel(tmp_path: Path, monkeypatch: pytes
     assert entry["status"] == "cancelled" and "attempts/01_long_step-cancelled-1.ipynb" in entry["notebook"]
     assert not (incident.run_dir / "01_long_step.ipynb").exists()
     assert incident.records()["long_step"].status == "cancelled"
+
+
+def test_links_only_point_at_files_inside_the_incident(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run.json is editable by anyone who can write the run directory: its paths never become a
+    ``javascript:`` link (kernel access in JupyterLab) or a link out of the run directory."""
+    incident = Incident.create(tmp_path / "runs")
+    notebook = incident.run_dir / "01 evidence#capture.ipynb"
+    notebook.write_text("{}", encoding="utf-8")
+    (tmp_path / "outside.ipynb").write_text("{}", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for hostile in (
+        "javascript:alert(document.domain)//x.ipynb",
+        str(tmp_path / "outside.ipynb"),
+        "../../outside.ipynb",
+        "/etc/passwd",
+        "JaVaScRiPt:alert(1)",
+    ):
+        assert incident.link(hostile) is None, hostile
+    href = incident.link(str(notebook))
+    assert href == "./runs/" + incident.run_dir.name + "/01%20evidence%23capture.ipynb"
+    js_named = incident.run_dir / "javascript:alert(1).ipynb"  # a real file with a scheme-like name
+    js_named.write_text("{}", encoding="utf-8")
+    link = incident.link(str(js_named))
+    assert link is not None and link.startswith("./") and ":" not in link
+
+
+def test_a_value_shared_by_two_parameters_reaches_the_cli_without_yaml_aliases(tmp_path: Path) -> None:
+    """The CLI refuses anchors and aliases (alias bombs); the console must not write any."""
+    from vllm_runbooks.console.job import parameters_yaml
+    from vllm_runbooks.execution.parameters import load_param_file
+
+    shared = ["--tensor-parallel-size", "8"]
+    text = parameters_yaml({"launch_command": shared, "launch_args": shared, "nested": {"a": shared}})
+    assert "&" not in text and "*" not in text
+    path = tmp_path / "params.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert load_param_file(path)["launch_args"] == shared

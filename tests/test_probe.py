@@ -13,6 +13,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from vllm_runbooks import probe
 from vllm_runbooks.cli import evidence as cli_evidence
 from vllm_runbooks.evidence import collect_evidence
@@ -147,3 +149,44 @@ def test_running_vllm_process_is_found_and_redacted(tmp_path: Path) -> None:
     everything = "".join(p.read_text(errors="replace") for p in (tmp_path / "run").rglob("*") if p.is_file())
     assert "serve" in everything and "auto-detected" in everything
     assert secret not in everything and "hf_runningProcessSecret" not in everything
+
+
+def test_version_probe_goes_straight_to_the_endpoint_and_never_follows_a_redirect(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The probe's GET /version takes no proxy from the environment and reports a 3xx as it is."""
+    import http.server
+    import threading
+
+    from vllm_runbooks.probe import http_get_version
+
+    seen: dict[str, list[str]] = {"proxy": [], "endpoint": []}
+
+    def server(name: str, status: int) -> http.server.ThreadingHTTPServer:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                seen[name].append(self.path)
+                self.send_response(status)
+                self.send_header("Location", "http://127.0.0.1:9/elsewhere")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        return httpd
+
+    proxy, endpoint = server("proxy", 200), server("endpoint", 302)
+    try:
+        for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+            monkeypatch.setenv(var, f"http://127.0.0.1:{proxy.server_address[1]}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        got = http_get_version(f"http://127.0.0.1:{endpoint.server_address[1]}", 5.0)
+    finally:
+        proxy.shutdown()
+        endpoint.shutdown()
+    assert seen == {"proxy": [], "endpoint": ["/version"]}
+    assert got.status == "unavailable" and "HTTP 302" in (got.reason or "")

@@ -20,13 +20,13 @@ import pytest
 
 from conftest import REPO_ROOT
 from notebook_factory import make_template
+from run_factory import write_run
 from vllm_runbooks.console.incident import Incident
 from vllm_runbooks.execution import runjson, runner
 from vllm_runbooks.execution.runjson import (
     ArtefactError,
     latest_artefact,
     record_run,
-    run_json_digest,
     sha256_file,
     verify_artefact,
 )
@@ -50,17 +50,8 @@ def _write(run_dir: Path, rel: str, data: object) -> Path:
 
 
 def _write_run(run_dir: Path, entries: list[dict], files: dict[str, object]) -> None:
-    """A run directory as the runner leaves it: artefacts, run.json listing their sha256, signed."""
-    for rel, data in files.items():
-        _write(run_dir, rel, data)
-    run = {
-        "schema": "run",
-        "run_id": run_dir.name,
-        "runbooks": entries,
-        "artefacts": {rel: sha256_file(run_dir / rel) for rel in files},
-    }
-    run["signature"] = {"sha256": run_json_digest(run)}
-    (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    """A run directory as the runner leaves it: notebooks, artefacts, run.json listing them, signed."""
+    write_run(run_dir, entries, files)
 
 
 # -- the manifest is append-only ------------------------------------------------------------------
@@ -192,7 +183,7 @@ def _after(run_dir: Path, logs: dict[str, object] | None = None) -> Path:
 
 def _baseline(run_dir: Path, verdict: str, labels: list[str], logs: dict[str, object] | None = None) -> Path:
     findings = [{"severity": "critical", "label": label} for label in labels]
-    decision = {"schema": "compat_decision", "logs": {"items": [{"findings": findings}]}}
+    decision = {"schema": "compat_result", "logs": {"items": [{"findings": findings}]}}
     entries = [{"name": "compatibility_decision", "status": "ok", "headline": {"verdict": verdict}}]
     _write_run(run_dir, entries, {"compat/decision.json": decision, **(logs or {})})
     return run_dir

@@ -6,27 +6,21 @@ or at saturation, or when the global caps cut it. The record reads ``target_conc
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from vllm_runbooks.execution.runjson import run_json_digest, sha256_file
+from run_factory import write_run
 from vllm_runbooks.record import build_record
 
 STAGES = [{"stage": "ramp", "status": "pass", "reason": "knee at concurrency 4 (reached 8)"}]
 
 
 def _run(run_dir: Path, figures: dict) -> Path:
-    """A run folder as the runner leaves it: runbook 05's result plus run.json with its sha256, signed."""
-    rel = "load/load_check.json"
-    (run_dir / "load").mkdir(parents=True)
-    (run_dir / rel).write_text(json.dumps({"schema": "load_check_result", "stages": STAGES}), encoding="utf-8")
+    """A run folder as the runner leaves it: runbook 05's notebook and result, run.json signed."""
     head = {"runbook": "load_check", "verdict": "pass", "figures": {"stages": {"ramp": "pass"}, **figures}}
     entry = {"name": "load_check", "status": "ok", "headline": head, "parameters": {"max_concurrency": 8}}
-    run = {"schema": "run", "run_id": run_dir.name, "runbooks": [entry], "artefacts": {rel: sha256_file(run_dir / rel)}}
-    run["signature"] = {"sha256": run_json_digest(run)}  # signed, as the runner signs it
-    (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    write_run(run_dir, [entry], {"load/load_check.json": {"schema": "load_check_result", "stages": STAGES}})
     return run_dir
 
 

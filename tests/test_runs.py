@@ -54,7 +54,9 @@ def test_list_runs_reports_unreadable_and_tampered(tmp_path: Path, capsys) -> No
     (good / "01_evidence_capture.ipynb").write_text('{"edited": true}')
     assert summarise_run(good, verify=True).tampered == ["01_evidence_capture.ipynb"]
     assert main(["runs", "--runs-dir", str(tmp_path), "--verify"]) == 1
-    assert "TAMPERED: 01_evidence_capture.ipynb" in capsys.readouterr().out
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(str(good)))
+    assert "TAMPERED: 01_evidence_capture.ipynb" in line
+    assert line.split()[1] == "TAMPERED" and " ok " not in line  # never "ok" beside a tampered file
 
 
 def test_compare_cli_json(tmp_path: Path, capsys) -> None:

@@ -9,6 +9,7 @@ cut, so the caller can turn the cut into a finding instead of a crash or a silen
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -115,3 +116,89 @@ def load_json(path: str | Path, max_bytes: int) -> tuple[Any, list[str]]:
     if got.cut:
         raise ValueError(f"{path} is larger than {max_bytes} bytes: not read")
     return loads_json(got.text, str(path)), got.notes()
+
+
+#: Most nodes (scalars, lists, mappings) a user-handed YAML document may hold: a parameters file
+#: has tens, the shipped log signatures under a thousand; pure-Python YAML composes ~20k a second.
+MAX_YAML_NODES = 20_000
+#: Deepest nesting of a user-handed YAML document (PyYAML composes recursively).
+MAX_YAML_DEPTH = 64
+#: Largest user-handed YAML file read at all.
+MAX_YAML_BYTES = 1024 * 1024
+
+
+class YamlRefused(ValueError):
+    """A YAML document refused before it was built: an anchor or alias, too many nodes, too deep."""
+
+
+@functools.cache
+def _bounded_loader() -> type:
+    """A SafeLoader that composes no anchor or alias and counts nodes and depth as it goes.
+
+    Why refuse anchors outright: aliases are how 235 bytes expand into millions of nodes (an
+    alias bomb); no parameters, rules or signatures file needs them. Built on first use so that
+    importing this module does not import yaml.
+    """
+    import yaml
+
+    class BoundedLoader(yaml.SafeLoader):
+        what = "YAML"
+        max_nodes = MAX_YAML_NODES
+        max_depth = MAX_YAML_DEPTH
+        nodes = 0
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()
+            mark = event.start_mark
+            at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            if isinstance(event, yaml.AliasEvent):
+                raise YamlRefused(
+                    f"{self.what}{at}: an alias (*{event.anchor}) is refused: anchors and aliases can "
+                    "expand a few bytes into millions of values; write the value out"
+                )
+            if getattr(event, "anchor", None) is not None:
+                raise YamlRefused(
+                    f"{self.what}{at}: an anchor (&{event.anchor}) is refused: anchors and aliases can "
+                    "expand a few bytes into millions of values; write the value out"
+                )
+            self.nodes += 1
+            if self.nodes > self.max_nodes:
+                raise YamlRefused(f"{self.what}{at}: more than {self.max_nodes} nodes; not read further")
+            self.depth += 1
+            try:
+                if self.depth > self.max_depth:
+                    raise YamlRefused(f"{self.what}{at}: nested more than {self.max_depth} deep; not read further")
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+    return BoundedLoader
+
+
+def loads_yaml(
+    text: str | bytes, what: str = "YAML", *, max_nodes: int = MAX_YAML_NODES, max_depth: int = MAX_YAML_DEPTH
+) -> Any:
+    """``yaml.safe_load`` for a user-handed document, bounded: no anchors or aliases, at most
+    ``max_nodes`` nodes, ``max_depth`` deep (``YamlRefused``, a ValueError, names the line).
+    Bad YAML raises ``yaml.YAMLError`` as ``safe_load`` does; a value the constructor cannot
+    build (an integer of 5000 digits) raises ValueError."""
+    loader = _bounded_loader()(text)
+    loader.what, loader.max_nodes, loader.max_depth = what, max_nodes, max_depth
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def load_yaml(path: str | Path, max_bytes: int = MAX_YAML_BYTES, **limits: int) -> Any:
+    """A user-handed YAML file read with a byte bound and parsed by :func:`loads_yaml`.
+
+    ValueError when larger than ``max_bytes``, not UTF-8 (``UnicodeDecodeError``) or refused;
+    ``yaml.YAMLError`` when not YAML; OSError when it cannot be opened.
+    """
+    with open(path, "rb") as handle:
+        raw = handle.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise YamlRefused(f"{path} is larger than {max_bytes} bytes: not read")
+    return loads_yaml(raw.decode("utf-8"), str(path), **limits)

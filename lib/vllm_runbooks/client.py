@@ -14,6 +14,14 @@ trickles one byte a second cannot keep a call alive; and every body is read unde
 (``max_body_bytes``, 32 MiB by default: a big server's ``/metrics`` is a few MB). A call can also
 be cancelled (``abort()``): later calls return a ``cancelled`` failure without sending anything and
 the sockets of calls in flight are shut down, so they end at once.
+
+Only the endpoint: proxies from the environment (``HTTP_PROXY``, ``ALL_PROXY``…) are never used
+(:func:`direct_http_client`), or a corporate host's proxy would receive every request, bearer
+key included; :func:`env_proxies_ignored` names the variables that were set, for the record.
+
+Clean text: everything read from an endpoint is decoded in one place (:func:`decode_body`), where
+lone surrogates (a ``\\ud800`` JSON escape, which ``json.loads`` turns into a character no UTF-8
+file can hold) become U+FFFD, so no result, report or notebook fails to be written over them.
 """
 
 from __future__ import annotations
@@ -36,10 +44,61 @@ import httpx
 from .display import html_table
 from .metrics import MetricsSnapshot, parse_metrics
 from .records import Record
+from .redact import mask_secret
 
 BODY_EXCERPT_CHARS = 600
 MAX_BODY_BYTES = 32 * 1024 * 1024  # generous: a large server's /metrics is a few MB
 ERROR_BODY_BYTES = 64 * 1024  # an error reply is only kept as an excerpt
+#: Proxy variables httpx (and curl, requests) would honour; never honoured here.
+PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+
+def direct_http_client(transport: httpx.BaseTransport | None = None, **kwargs: Any) -> httpx.Client:
+    """An httpx client that talks to the URL it is given and nowhere else.
+
+    Why: httpx takes ``HTTP_PROXY`` / ``ALL_PROXY`` from the environment by default, and the
+    runbooks promise traffic only to ``endpoint``. An explicit transport turns environment
+    proxies off while still honouring ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` (an internal CA);
+    ``trust_env=False`` also keeps ``~/.netrc`` credentials out of the requests.
+    """
+    return httpx.Client(transport=transport or httpx.HTTPTransport(), trust_env=False, **kwargs)
+
+
+def env_proxies_ignored() -> list[str]:
+    """Names (never values: a proxy URL may carry a password) of the proxy variables set here."""
+    return sorted(name for name in PROXY_ENV if os.environ.get(name))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: A JSON escape: a surrogate pair, a lone high or low surrogate, or any other ``\\x`` (matched so
+#: that ``\\\\ud800``, an escaped backslash then text, is never read as an escape).
+_JSON_ESCAPE = re.compile(
+    r"\\(?:u[dD][89abAB][0-9a-fA-F]{2}(?:\\u[dD][c-fC-F][0-9a-fA-F]{2})?|u[dD][c-fC-F][0-9a-fA-F]{2}|.)", re.S
+)
+_MAYBE_LONE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_escape(match: re.Match[str]) -> str:
+    text = match.group()
+    return "\\ufffd" if len(text) == 6 and text[1] == "u" else text
+
+
+def clean_text(text: str) -> str:
+    """``text`` with every lone surrogate, raw or as a JSON ``\\uD8xx`` escape, made U+FFFD.
+
+    A valid escaped pair (an emoji) is kept; so is the rest of the text, byte for byte.
+    """
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub("\ufffd", text)
+    if _MAYBE_LONE.search(text):
+        text = _JSON_ESCAPE.sub(_lone_escape, text)
+    return text
+
+
+def decode_body(raw: bytes, encoding: str = "utf-8") -> str:
+    """The one decoder of what an endpoint sends: bytes that do not decode are replaced, and
+    lone surrogates (see :func:`clean_text`) too, so ``json.loads`` of the result cannot make one."""
+    return clean_text(raw.decode(encoding, errors="replace"))
 
 
 class FailureKind(enum.StrEnum):
@@ -128,6 +187,10 @@ class ToolCall(Record):
     name: str
     arguments: str  # as sent by the server: a JSON string that may or may not parse
 
+    def __post_init__(self) -> None:
+        # streamed arguments are joined from fragments, so an escape can arrive split in two
+        self.arguments = clean_text(self.arguments) if isinstance(self.arguments, str) else self.arguments
+
     def parsed_arguments(self) -> tuple[Any, str | None]:
         """(value, None) when ``arguments`` is JSON, else (None, the parse error)."""
         try:
@@ -214,7 +277,7 @@ class EndpointClient:
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self.max_body_bytes = max_body_bytes
-        self._http = httpx.Client(transport=transport, follow_redirects=False)
+        self._http = direct_http_client(transport, follow_redirects=False)
         self._cancel = threading.Event()
         self._streams: weakref.WeakSet[Any] = weakref.WeakSet()  # network streams this client opened
         self._streams_lock = threading.Lock()
@@ -274,7 +337,7 @@ class EndpointClient:
 
     def _mask(self, text: str) -> str:
         key = self._key()
-        return text.replace(key, "***") if key and len(key) >= 4 else text
+        return mask_secret(text, key) if key and len(key) >= 4 else text
 
     def _transport_failure(self, exc: Exception) -> Failure:
         msg = self._mask(f"{type(exc).__name__}: {exc}")
@@ -351,7 +414,7 @@ class EndpointClient:
             # (without this a trickled '{' read as malformed JSON, a race seen in CI).
             return fail(self._cancelled_failure(f"{len(raw)} bytes read before the abort"))
         elapsed = time.monotonic() - start
-        text = raw.decode(encoding, errors="replace")
+        text = decode_body(raw, encoding)
         if not expect_json:
             return Response(path, True, status, elapsed, data=text)
         try:
@@ -658,7 +721,7 @@ def _read_bounded(r: httpx.Response, deadline: float, limit: int = ERROR_BODY_BY
                 break
     except httpx.HTTPError:
         pass
-    return buf[:limit].decode("utf-8", errors="replace")
+    return decode_body(buf[:limit])
 
 
 class _DeadlineExceeded(Exception):
@@ -709,10 +772,10 @@ def _lines(chunks: Iterator[bytes]) -> Iterator[str]:
         held = text.endswith("\r")  # may be the first half of CRLF
         parts = _LINE_END.split(text[:-1] if held else text)
         pending = parts.pop() + ("\r" if held else "")
-        yield from parts
+        yield from map(clean_text, parts)
     text = pending + decoder.decode(b"", final=True)
     if text:
-        yield from _LINE_END.split(text[:-1] if text.endswith("\r") else text)
+        yield from map(clean_text, _LINE_END.split(text[:-1] if text.endswith("\r") else text))
 
 
 def _sse_events(lines: Iterator[str], deadline: float) -> Iterator[Any]:
@@ -767,6 +830,10 @@ def _sse_payload(data: list[str]) -> Any:
 __all__ = [
     "ChatResult",
     "EndpointClient",
+    "clean_text",
+    "decode_body",
+    "direct_http_client",
+    "env_proxies_ignored",
     "Failure",
     "FailureKind",
     "MetricsResult",

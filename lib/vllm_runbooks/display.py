@@ -64,10 +64,26 @@ def badge(text: str) -> str:
 
 
 def link(url: str | None, label: str | None = None) -> str:
-    """A source link opening in a new tab (facts cite their sources); empty when there is none."""
+    """A source link opening in a new tab (facts cite their sources); empty when there is none.
+
+    Only an ``http(s)`` URL becomes clickable: a source can come from a user's overrides file, and
+    a ``javascript:`` or ``data:`` link in a shared HTML copy would run in the reader's browser.
+    Anything else is shown as text.
+    """
     if not url:
         return ""
-    return f'<a href="{esc(url)}" target="_blank">{esc(label or url)}</a>'
+    if not safe_href(url):
+        return esc(label or url) if label is None else f"{esc(label)} ({esc(url)})"
+    return f'<a href="{esc(url)}" target="_blank" rel="noopener noreferrer">{esc(label or url)}</a>'
+
+
+def safe_href(url: str) -> bool:
+    """Whether ``url`` may be a link target in a shared page: absolute http(s) only, no controls or spaces."""
+    text = str(url)
+    if any(ord(c) < 0x21 or c == "\x7f" for c in text):
+        return False
+    scheme, sep, rest = text.partition(":")
+    return bool(sep) and scheme.lower() in ("http", "https") and rest.startswith("//") and len(rest) > 2
 
 
 def cells_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:

@@ -300,12 +300,7 @@ def redact_bytes(name: str, data: bytes) -> bytes:
         except (ValueError, RecursionError):  # not JSON, or nested too deeply: redacted as text
             return _redact.redact_text(text).encode()
     if name in {"env.txt", "environ"} or name.endswith(".env"):
-        sep = "\0" if "\0" in text else "\n"
-        lines = []
-        for line in text.split(sep):
-            k, eq, v = line.partition("=")
-            lines.append(f"{k}={_redact.redact_env({k: v})[k]}" if eq else _redact.redact_text(line))
-        return "\n".join(lines).encode()
+        return _redact.redact_env_text(text).encode()  # a value may span lines (a private key)
     return _redact.redact_text(text).encode()
 
 
@@ -466,6 +461,17 @@ def _capture_raw(name: str, opts: Options) -> Captured:
     return Captured(name, "unavailable", reason=f"unknown bundle file {name}")
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A 3xx is reported as the endpoint's answer, never followed to another host."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+#: Straight to the endpoint: no proxy from the environment (it would see the request), no redirect.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect)
+
+
 def http_get_version(endpoint: str, timeout_s: float) -> Captured:
     """GET <endpoint>/version with a timeout; vLLM answers {"version": "..."}."""
     url = endpoint.rstrip("/")
@@ -475,7 +481,7 @@ def http_get_version(endpoint: str, timeout_s: float) -> Captured:
     if not re.match(r"^https?://", url):
         return Captured("vllm-version.json", "unavailable", reason=f"endpoint is not http(s): {_redact_str(url)}")
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - http(s) only
+        with _DIRECT.open(url, timeout=timeout_s) as resp:  # http(s) only, checked above
             data = resp.read(65536)
     except urllib.error.HTTPError as e:
         return Captured(

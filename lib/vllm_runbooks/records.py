@@ -25,10 +25,11 @@ def to_jsonable(value: Any) -> Any:
     if type(value) in _PLAIN:  # most leaves: nothing to convert (a str enum is not exactly a str)
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        if isinstance(value, Record):
-            out = {"schema": value.SCHEMA, "schema_version": value.SCHEMA_VERSION, **out}
-        return out
+        if isinstance(value, Record) and type(value).to_dict is not Record.to_dict:
+            # A record that says how it is written (a startup log replaced by its length, derived
+            # rates added) is written that way nested too, or the log it leaves out gets stored.
+            return value.to_dict()
+        return _fields_jsonable(value)
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, Path):
@@ -44,6 +45,14 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+def _fields_jsonable(value: Any) -> dict[str, Any]:
+    """A dataclass's fields as plain JSON (``schema`` and ``schema_version`` first for a record)."""
+    out = {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Record):
+        out = {"schema": value.SCHEMA, "schema_version": value.SCHEMA_VERSION, **out}
+    return out
+
+
 class Record:
     """Mixin for dataclass records. Subclasses set SCHEMA and SCHEMA_VERSION.
 
@@ -56,7 +65,7 @@ class Record:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON (``schema``, ``schema_version`` and the fields), for scraps and files."""
-        return to_jsonable(self)
+        return _fields_jsonable(self)
 
     def to_json(self, indent: int | None = 2) -> str:
         """The record as JSON text (non-ASCII kept: log excerpts are quoted as they are)."""

@@ -19,8 +19,18 @@ reviewer still sees *that* a token was set):
 - credentials in URLs (``https://user:pass@host``, ``redis://:pw@host``, ``@`` in the password)
   and secret query parameters (``?token=``);
 - ``Authorization: Bearer …`` / ``Basic …`` headers;
-- well-known token shapes anywhere: AWS access key ids, ``hf_…``, ``sk-…``, GitHub
-  ``ghp_…``/``github_pat_…``, Slack ``xox?-…``, Google ``AIza…``, JWTs, PEM private-key blocks.
+- a signature outside a URL (``sig=…`` of an Azure SAS in a message, long values only);
+- proxy credentials without a scheme (``http_proxy=user:pw@proxy:3128``, ``--proxy u:pw@h``);
+- ``-p PW`` after ``login`` / ``pull`` whatever the tool (``registry login -u bob -p PW``);
+- well-known token shapes anywhere: AWS access key ids and STS session tokens, ``hf_…``,
+  ``sk-…``, GitHub ``ghp_…``/``github_pat_…``, Slack ``xox?-…``, Google ``AIza…``, JWTs, npm
+  ``npm_…``, Stripe ``sk_live_…``/``rk_live_…``, Docker ``dckr_pat_…``, PEM private-key blocks.
+
+A private key spans lines, and its body lines hold no secret shape: every path that reads text a
+line at a time (``redact_text``, ``LineRedactor``, ``redact_env_text`` for env files, a list of
+strings in ``redact_obj``) goes through one ``_PemState``, which blanks a block through its END.
+
+``mask_secret`` masks a secret the caller knows (an API key) in any letter case and by its heads.
 
 Numbers and booleans are never replaced because of the name of their key: a count is far more
 common than a numeric secret in JSON.
@@ -51,12 +61,14 @@ __all__ = [
     "is_secret_name",
     "redact_text",
     "redact_env",
+    "redact_env_text",
     "redact_argv",
     "redact_obj",
     "redact_parameters",
     "redact_markup",
     "redact_markup_obj",
     "LineRedactor",
+    "mask_secret",
 ]
 
 MARK = "<redacted:{}>"
@@ -292,6 +304,11 @@ _TOKEN_SHAPES: list[tuple[tuple[str, ...], str, str]] = [
     (("eyJ",), r"[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", "jwt"),
     (("nvapi-",), r"[A-Za-z0-9_-]{16,}", "nvidia-api-key"),
     (("glpat-",), r"[A-Za-z0-9_-]{16,}", "gitlab-token"),
+    # AWS STS session tokens: base64 of a fixed binary header, then hundreds of base64 characters
+    (("IQoJb3JpZ2lu", "FwoGZXIvYXdz", "AQoDYXdz"), r"[A-Za-z0-9+/=%]{24,}", "aws-session-token"),
+    (("npm_",), r"[A-Za-z0-9]{30,}\b", "npm-token"),
+    (("sk_live_", "rk_live_", "sk_test_", "rk_test_"), r"[A-Za-z0-9]{16,}\b", "stripe-key"),
+    (("dckr_pat_", "dckr_oat_"), r"[A-Za-z0-9_-]{16,}", "docker-token"),
 ]
 _TOKEN_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, heads)) + ")" + rest), kind)
@@ -326,6 +343,21 @@ _URL_CRED = re.compile(r"(?<![A-Za-z0-9+.-])([a-zA-Z][a-zA-Z0-9+.-]{0,31}://)([^
 # user part only (http://TOKEN@host): in a web URL that is an access token far more often than a name
 _URL_USER = re.compile(r"(?<![A-Za-z0-9+.-])((?:https?|wss?|ftps?)://)([^/\s:@'\"<>]{1,256})@(?=[\w\[])")
 _URL_QUERY = re.compile(r"([?&;])([A-Za-z0-9_.-]{1,128})=([^&#\s'\"<>]+)")
+# A signature outside a URL (``sig=…`` of an Azure SAS pasted into a message): long values only,
+# so ``sig=15`` (a signal number) and ``signature=valid`` stay.
+_FREE_SIGNATURE = re.compile(r"(?i)(?<![\w.%-])((?:x-amz-)?sig(?:nature)?=)([A-Za-z0-9%+/=_.~-]{12,})")
+# Credentials in a proxy setting without a scheme: ``http_proxy=user:pw@proxy:3128``,
+# ``--proxy user:pw@host`` (with a scheme, ``_URL_CRED`` reads it). The password runs to the last
+# ``@`` before the host; both parts are bounded, so each proxy word costs a bounded read.
+_PROXY_HEAD = r"(?:[A-Za-z0-9]{1,16}[_.-]){0,4}proxy(?:[_.-][A-Za-z0-9]{1,16}){0,2}"
+# (``name:tag@sha256:…`` is an image reference, not credentials)
+_PROXY_USERINFO = r"([^\s:/@'\"<>]{0,128}):([^\s/'\"<>]{1,128})@(?=[\w\[])(?!sha(?:256|512):)"
+_PROXY_CRED = re.compile(
+    r"(?i)(?<![\w.-])((?:--?" + _PROXY_HEAD + r"(?:[ \t]{1,8}|=)"  # a flag: --proxy u:pw@h
+    r"|['\"]?" + _PROXY_HEAD + r"['\"]?[ \t]{0,8}[:=][ \t]{0,8})['\"]?)" + _PROXY_USERINFO  # a pair
+)
+# the same credentials as the whole value of a proxy-named variable or key (the name is elsewhere)
+_PROXY_VALUE = re.compile(r"^" + _PROXY_USERINFO)
 
 # A flag (optionally the quoted element of a list); what follows is read by _redact_flags.
 _FLAG_HEAD = re.compile(r"(?<![\w-])(['\"]?)(--?[A-Za-z][\w-]{0,127})")
@@ -364,6 +396,10 @@ _CLI_TOOLS = (
     "curl",
 )
 _CLI_TOOL = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, _CLI_TOOLS)) + r")(?![\w.-])")
+# ``login`` / ``pull`` name what ``-p`` is whatever the tool (a wrapper script, ``singularity``, a
+# label that leaves the tool out): ``registry login -u bob -p PW``. ``git pull -p`` is a prune.
+_SUBCOMMANDS = ("login", "pull")
+_SUBCOMMAND = re.compile(r"(?<![\w.-])(?<!git )(" + "|".join(_SUBCOMMANDS) + r")(?![\w.-])")
 _CLI_TOKEN = re.compile(r"[ \t]+(\"(?:\\.|[^\"\\])*\"?|'[^']*'?|[^\s'\"|;&<>()]+)")
 _CLI_MAX_TOKENS = 64
 
@@ -375,7 +411,9 @@ def _cli_hidden(tool: str, args: list[str]) -> dict[int, int]:
     """
     bare = [a.strip("'\"") for a in args]
     hidden: dict[int, int] = {}
-    if tool in _CONTAINER_TOOLS:
+    if tool in _SUBCOMMANDS:
+        short: tuple[str, ...] = ("-p",)
+    elif tool in _CONTAINER_TOOLS:
         if "login" not in bare:
             return {}
         short = ("-p",)
@@ -426,17 +464,28 @@ def _hide_word(word: str, offset: int, kind: str) -> str:
 
 def _redact_cli(text: str) -> str:
     """Secrets passed to a known tool by a short option, in a command line inside ``text``."""
-    if not _CLI_TOOL.search(text):
+    return _redact_words_after(text, _CLI_TOOL, (_CLI_TOOL,))
+
+
+def _redact_subcommands(text: str) -> str:
+    """``-p PW`` after ``login`` / ``pull`` in free text, whichever tool (if any) comes first."""
+    return _redact_words_after(text, _SUBCOMMAND, (_CLI_TOOL, _SUBCOMMAND))
+
+
+def _redact_words_after(text: str, head: re.Pattern[str], stops: tuple[re.Pattern[str], ...]) -> str:
+    """The words after each ``head`` match (up to a shell separator or a ``stops`` word) that
+    ``_cli_hidden`` says hold a secret, replaced."""
+    if not head.search(text):
         return text
     out: list[str] = []
     done = 0
-    for m in _CLI_TOOL.finditer(text):
+    for m in head.finditer(text):
         if m.start() < done:
             continue
         spans: list[tuple[int, int]] = []
         at = m.end()
         while len(spans) < _CLI_MAX_TOKENS and (tm := _CLI_TOKEN.match(text, at)):
-            if _CLI_TOOL.fullmatch(tm.group(1)):
+            if any(stop.fullmatch(tm.group(1)) for stop in stops):
                 break  # the next tool's words are its own: each word is read once
             spans.append((tm.start(1), tm.end(1)))
             at = tm.end()
@@ -592,6 +641,21 @@ def _auth_repl(m: re.Match[str]) -> str:
     return f"{head}{(scheme + ' ') if scheme else ''}{_mark('authorization')}"
 
 
+def _redact_free_signature(text: str) -> str:
+    return _FREE_SIGNATURE.sub(lambda m: m.group(1) + _mark("signature"), text)
+
+
+def _redact_proxy_credentials(text: str) -> str:
+    return _PROXY_CRED.sub(lambda m: m.group(1) + _mark("url-credentials") + "@", text)
+
+
+def _proxy_value(name: str, value: Any) -> Any:
+    """A proxy-named variable's value without the ``user:pw@`` it may start with (no scheme)."""
+    if isinstance(value, str) and "@" in value and "PROXY" in name.upper():
+        return _PROXY_VALUE.sub(_mark("url-credentials") + "@", value, count=1)
+    return value
+
+
 def _redact_url_credentials(text: str) -> str:
     return _URL_CRED.sub(lambda m: f"{m.group(1)}{_mark('url-credentials')}@", text)
 
@@ -636,11 +700,14 @@ def _redact_tokens(text: str) -> str:
 _LINE_RULES: list[tuple[Any, tuple[str, ...], tuple[str, ...], bool, str]] = [
     (_redact_url_credentials, ("://",), (), False, "@"),
     (_redact_url_user, ("://",), (), False, "@"),
+    (_redact_proxy_credentials, (), ("PROXY",), False, "@"),
     (_redact_auth_header, (), ("AUTHORIZATION",), False, ""),
     (_redact_bearer, (), ("BEARER",), False, ""),
     (_redact_query, (), ("SIG=", "SIGNATURE=", "CODE="), True, "="),  # ?token=, &sig=, ?code=
+    (_redact_free_signature, (), ("SIG=", "SIGNATURE="), False, "="),
     (_redact_tokens, tuple(h for heads, _, _ in _TOKEN_SHAPES for h in heads), (), False, ""),
     (_redact_cli, _minimal_words(set(_CLI_TOOLS)), (), False, ""),
+    (_redact_subcommands, _SUBCOMMANDS, (), False, "-p"),
     (_redact_flags, (), (), True, "-"),
     (_redact_pairs, (), (), True, ""),
 ]
@@ -798,10 +865,29 @@ def _redact_short(text: str) -> str:
 
 
 class _PemState:
-    """Line by line redaction that remembers an open private-key block (bounded, see PEM_MAX_LINES)."""
+    """Line by line redaction that remembers an open private-key block (bounded, see PEM_MAX_LINES).
+
+    The one mechanism every path that redacts text a line (or a list item) at a time goes through:
+    ``redact_text``, ``LineRedactor`` (stored logs), ``redact_env_text`` (env files), lists of
+    strings in ``redact_obj`` (``Env`` lists, notebook sources and outputs kept as lines). A key's
+    body lines carry no secret shape of their own, so only this state can tell they are one.
+    """
 
     def __init__(self) -> None:
         self._pem_lines = 0  # >0: inside a block whose END has not been seen
+
+    @property
+    def inside(self) -> bool:
+        """Whether a key block is open (its BEGIN read, its END not yet)."""
+        return self._pem_lines > 0
+
+    def holds(self, line: str) -> bool:
+        """Whether ``line`` belongs to the open key block (key material or its END line)."""
+        if not self._pem_lines:
+            return False
+        if _PEM_END.search(line):
+            return True
+        return self._pem_lines < PEM_MAX_LINES and _PEM_BODY_LINE.fullmatch(line.strip()) is not None
 
     def __call__(self, line: str) -> str:
         if self._pem_lines:
@@ -870,7 +956,7 @@ class LineRedactor:
         caps = [_cap_line(line, self._cap, total) for line, total in lines]
         heads = [head for head, _ in caps]
         text = "\n".join(heads)
-        if self._state._pem_lines or "PRIVATE KEY" in text or text.count("\n") != len(heads) - 1:
+        if self._state.inside or "PRIVATE KEY" in text or text.count("\n") != len(heads) - 1:
             return [self._state(head) + note for head, note in caps]
         out = list(heads)
         for k in _hot_lines(text, heads):
@@ -917,10 +1003,50 @@ def redact_env(env: dict[str, Any]) -> dict[str, Any]:
         if is_secret_name(str(name)) and value not in (None, ""):
             out[name] = _mark("secret")
         elif isinstance(value, str):
-            out[name] = redact_text(value)
+            out[name] = _proxy_value(str(name), redact_text(value))
         else:
             out[name] = value
     return out
+
+
+# ``NAME=`` at the start of an env file's line (``export NAME=`` in a ``.env`` file)
+_ENV_ASSIGN = re.compile(r"(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_.-]{0,255})=")
+
+
+def redact_env_text(text: str) -> str:
+    """Redact an env file: ``env`` output, ``/proc/PID/environ`` (NUL-separated) or a ``.env`` file.
+
+    A value may span lines (``env`` prints its newlines as they are), so the file is read in
+    order through one ``_PemState``: a private key under any name is blanked through its END line,
+    and the lines after a secret variable's first line, up to the next ``NAME=``, are more of
+    its value and are dropped. NUL-separated input comes back one variable per line, as before.
+    """
+    if not isinstance(text, str) or not text:
+        return text
+    nul = "\0" in text
+    state = _PemState()
+    out: list[str] = []
+    secret = False  # the line read belongs to a secret variable's value
+    for record in text.split("\0" if nul else "\n"):
+        if nul:  # a new variable: whatever the last one's value held has ended
+            state, secret = _PemState(), False
+        for n, line in enumerate(record.split("\n") if nul else (record,)):
+            if state.holds(line):
+                red = state(line)  # key material (blanked) or the block's END line
+                if not secret:
+                    out.append(red)
+                continue
+            m = None if n else _ENV_ASSIGN.match(line)
+            if m is None:
+                red = state(line)
+                if not secret:
+                    out.append(red)
+                continue
+            name, value = m.group(1), line[m.end() :]
+            secret = bool(value) and is_secret_name(name)
+            red = state(value)  # read even when dropped: a key block may open here
+            out.append(line[: m.end()] + (_mark("secret") if secret else _proxy_value(name, red)))
+    return "\n".join(out)
 
 
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -936,9 +1062,11 @@ def redact_argv(argv: list[str]) -> list[str]:
     tool_hidden: dict[int, tuple[int, str]] = {}  # docker login -p PW, sshpass -p PW … as a list
     for t, arg in enumerate(argv):
         m = _CLI_TOOL.fullmatch(arg.rsplit("/", 1)[-1])
+        if not m and arg in _SUBCOMMANDS and not (t and argv[t - 1].rsplit("/", 1)[-1] == "git"):
+            m = _SUBCOMMAND.fullmatch(arg)
         if m:
             for i, offset in _cli_hidden(m.group(1), argv[t + 1 : t + 1 + _CLI_MAX_TOKENS]).items():
-                tool_hidden[t + 1 + i] = (offset, f"{m.group(1)}-password")
+                tool_hidden.setdefault(t + 1 + i, (offset, f"{m.group(1)}-password"))
     out: list[str] = []
     hide = ""
     for n, arg in enumerate(argv):
@@ -988,21 +1116,64 @@ def redact_obj(obj: Any, _key: str | None = None) -> Any:
                 out[k] = _secret_value(v)
             elif secret_entry and k == "value":
                 out[k] = _secret_value(v)
+            elif named is not None and k == "value":
+                out[k] = _proxy_value(named, redact_obj(v, str(k)))
             else:
-                out[k] = redact_obj(v, str(k))
+                out[k] = _proxy_value(str(k), redact_obj(v, str(k)))
         return out
     if isinstance(obj, list | tuple):
         items = list(obj)
-        if (
-            _key is not None
-            and _key.lower() in {"cmd", "entrypoint", "args", "argv", "command"}
-            and all(isinstance(i, str) for i in items)
-        ):
-            return redact_argv(items)
+        if all(isinstance(i, str) for i in items):
+            if _key is not None and _key.lower() in {"cmd", "entrypoint", "args", "argv", "command"}:
+                return redact_argv(items)
+            return _redact_lines(items)
         return [redact_obj(i) for i in items]
     if isinstance(obj, str):
         return redact_text(obj)
     return obj
+
+
+def _redact_lines(items: list[str]) -> list[str]:
+    """A list of strings read as consecutive lines (an ``Env`` list, a notebook's source or output
+    lines): a private-key block that starts in one item is blanked in the items after it."""
+    if not any("PRIVATE KEY" in i for i in items):
+        return [redact_text(i) for i in items]
+    state = _PemState()
+    return ["\n".join(state(line) for line in item.split("\n")) for item in items]
+
+
+#: The shortest head of a known secret that ``mask_secret`` masks on its own.
+MASK_MIN_PREFIX = 12
+
+
+@functools.lru_cache(maxsize=16)
+def _head_pattern(head: str) -> re.Pattern[str]:
+    return re.compile(re.escape(head), re.IGNORECASE)
+
+
+def mask_secret(text: str, secret: str | None, mark: str = "***", min_prefix: int = MASK_MIN_PREFIX) -> str:
+    """``text`` with a secret the caller knows (an API key) masked wherever a server may echo it:
+    as given, in any letter case, and cut to any head of at least ``min_prefix`` characters (an
+    error message that shortens it). A secret shorter than that is masked whole only."""
+    if not isinstance(text, str) or not text or not secret:
+        return text
+    head = secret[: min(len(secret), max(1, min_prefix))]
+    pattern = _head_pattern(head)
+    out: list[str] = []
+    done = 0
+    m = pattern.search(text)
+    while m:
+        j, k = m.end(), len(head)
+        while j < len(text) and k < len(secret) and text[j].lower() == secret[k].lower():
+            j, k = j + 1, k + 1  # the head matched: as much more of the secret as follows
+        out.append(text[done : m.start()])
+        out.append(mark)
+        done = j
+        m = pattern.search(text, j)
+    if not out:
+        return text
+    out.append(text[done:])
+    return "".join(out)
 
 
 def redact_parameters(params: dict[str, Any]) -> dict[str, Any]:

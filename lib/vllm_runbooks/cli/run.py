@@ -66,25 +66,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run one runbook; FAILED when a cell raised, VERDICT when the verdict is one to fail on."""
-    from ..execution.junit import write_junit
-    from ..execution.parameters import coerce_cli_value, load_param_file
-    from ..execution.runner import RunbookError, run_runbook
+    """Run one runbook; FAILED when a cell raised, VERDICT when the verdict is one to fail on.
 
-    params: dict = {}
-    if args.parameters_file:
-        params.update(load_param_file(args.parameters_file))
-    params.update({k: coerce_cli_value(v) for k, v in args.parameter})
-    params.update(dict(args.raw_parameter))
-    try:
-        check_fail_on_verdict([args.name], args.fail_on_verdict)
-        result = run_runbook(args.name, params, args.run_dir, progress=not args.no_progress, kernel_name=args.kernel)
-    except RunbookError as exc:
-        if args.junit_xml:  # a refused scheduled run is still a red test in the CI, not a missing report
-            write_junit(args.junit_xml, [{"name": args.name, "status": "refused", "error": str(exc)}])
-        raise
-    if args.junit_xml:
-        write_junit(args.junit_xml, [result], args.fail_on_verdict)
+    The JUnit report is written however the run ends (refused, crashed, interrupted): a
+    scheduler must see a red test, not a missing file.
+    """
+    from ..execution.junit import always_written
+
+    with always_written(args.junit_xml, args.name, args.fail_on_verdict) as reported:
+        result = _run(args)
+        reported.append(result)
     if args.format == "json":
         print(result.to_json())
     else:
@@ -96,6 +87,34 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"vllm-runbooks: verdict {verdict!r} is one of --fail-on-verdict", file=sys.stderr)
         return exit_codes.VERDICT
     return exit_codes.OK
+
+
+def _run(args: argparse.Namespace) -> Any:
+    """Check what the command line names, gather the parameters, run (raises RunbookError)."""
+    from ..execution.parameters import coerce_cli_value, load_param_file
+    from ..execution.runner import run_runbook
+
+    check_output_paths(args)
+    params: dict = {}
+    if args.parameters_file:
+        params.update(load_param_file(args.parameters_file))
+    params.update({k: coerce_cli_value(v) for k, v in args.parameter})
+    params.update(dict(args.raw_parameter))
+    check_fail_on_verdict([args.name], args.fail_on_verdict)
+    return run_runbook(args.name, params, args.run_dir, progress=not args.no_progress, kernel_name=args.kernel)
+
+
+def check_output_paths(args: argparse.Namespace) -> None:
+    """Refuse a ``--run-dir`` / ``--runs-dir`` (or ``$VLLM_RUNBOOKS_RUNS``) that is not UTF-8,
+    before anything is created: run.json and the notebook could not hold its name."""
+    from ..execution.parameters import refuse_non_utf8_path
+    from ..resources import default_runs_dir
+
+    refuse_non_utf8_path("--run-dir", getattr(args, "run_dir", None))
+    if getattr(args, "runs_dir", None):
+        refuse_non_utf8_path("--runs-dir", args.runs_dir)
+    if not getattr(args, "run_dir", None):
+        refuse_non_utf8_path("the runs directory", default_runs_dir())
 
 
 def verdict_vocabulary(runbook: str) -> tuple[str, ...]:

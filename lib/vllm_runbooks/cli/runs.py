@@ -46,7 +46,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     for r in found if args.format == "text" else []:
         verdicts = ", ".join(f"{k}={v}" for k, v in r.verdicts.items()) or (r.reason or "")
         flag = f"  TAMPERED: {', '.join(r.tampered)}" if r.tampered else ""
-        print(f"{r.run_dir}  {r.status:<10} {verdicts}{flag}")
+        status = "TAMPERED" if r.tampered else r.status  # never "ok" beside a tampered file
+        signed = f"  signature: {r.signature}" if r.signature and r.signature != "verified" else ""
+        print(f"{r.run_dir}  {status:<10} {verdicts}{flag}{signed}")
     return exit_codes.FAILED if any(r.tampered for r in found) else exit_codes.OK
 
 

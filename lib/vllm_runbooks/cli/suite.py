@@ -45,26 +45,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_suite(args: argparse.Namespace) -> int:
     """OK when every runbook ran (or was skipped with a reason); FAILED when one failed or was refused;
-    VERDICT when all ran and a verdict is one of ``--fail-on-verdict``."""
-    from ..execution.junit import write_junit
-    from ..execution.parameters import load_param_file
-    from ..execution.runner import RunbookError
+    VERDICT when all ran and a verdict is one of ``--fail-on-verdict``. The JUnit report is
+    written however the suite ends (refused, crashed, interrupted)."""
+    from ..execution.junit import always_written
+    from ..execution.parameters import load_param_file, refuse_non_utf8_path
     from ..execution.suite import run_suite, suite_order
     from . import dump_json
-    from .run import check_fail_on_verdict
-
-    try:
-        params = load_param_file(args.parameters_file)
-        check_fail_on_verdict([name for name, _ in suite_order(params)], args.fail_on_verdict)
-    except (RunbookError, FileNotFoundError) as exc:
-        if args.junit_xml:  # a refused scheduled suite is still a red test in the CI
-            write_junit(args.junit_xml, [{"name": "suite", "status": "refused", "error": str(exc)}])
-        raise
+    from .run import check_fail_on_verdict, check_output_paths
 
     def progress(entry: object) -> None:
         print(f"suite: {entry.name}: {entry.status}", file=sys.stderr, flush=True)  # type: ignore[attr-defined]
 
-    try:
+    with always_written(args.junit_xml, "suite", args.fail_on_verdict) as reported:
+        check_output_paths(args)
+        refuse_non_utf8_path("--baseline", args.baseline)
+        params = load_param_file(args.parameters_file)
+        check_fail_on_verdict([name for name, _ in suite_order(params)], args.fail_on_verdict)
         result = run_suite(
             params,
             args.run_dir,
@@ -73,12 +69,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
             on_entry=progress,
             cell_timeout_s=args.cell_timeout,
         )
-    except RunbookError as exc:
-        if args.junit_xml:
-            write_junit(args.junit_xml, [{"name": "suite", "status": "refused", "error": str(exc)}])
-        raise
-    if args.junit_xml:
-        write_junit(args.junit_xml, junit_results(result), args.fail_on_verdict)
+        reported.extend(junit_results(result))
     if args.format == "json":
         dump_json(result.to_dict())
     else:

@@ -88,6 +88,13 @@ def _cmd_start(args: argparse.Namespace) -> int:
     if args.max_model_len is not None:
         config = replace(config, max_model_len=args.max_model_len)
     if args.api_key_env:
+        from ..execution.parameters import RunbookError, check_env_name
+
+        try:
+            check_env_name("target start", "--api-key-env", args.api_key_env)
+        except RunbookError as exc:
+            _err(str(exc))
+            return exit_codes.REFUSED
         config = replace(config, api_key_env=args.api_key_env)
     _err(f"starting {args.name!r} (model build and vLLM start can take a minute) ...")
     handle = start_target(args.name, config, port=args.port, python=args.python, startup_timeout_s=args.timeout)

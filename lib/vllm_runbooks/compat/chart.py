@@ -22,7 +22,8 @@ def draw_grid(grid: Any) -> Any:
     z = [[VERDICTS.index(v) + 0.5 for v in row] for row in grid.verdicts]  # the middle of each colour band
     text = [
         [
-            f"CUDA {r} on R{b}{(' ' + grid.branch_types[b]) if b in grid.branch_types else ''}<br><b>{v}</b><br>{note}"
+            f"CUDA {r} on R{b}{(' ' + grid.branch_types[b]) if b in grid.branch_types else ''}"
+            f"<br><b>{H.esc(v)}</b><br>{H.esc(note)}"
             for b, v, note in zip(grid.branches, vrow, nrow, strict=True)
         ]
         for r, vrow, nrow in zip(grid.rows, grid.verdicts, grid.notes, strict=True)

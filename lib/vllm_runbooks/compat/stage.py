@@ -103,7 +103,7 @@ class DecisionInputs(Record):
         return base
 
     def _repr_html_(self) -> str:
-        from ..display import html_table
+        from ..display import esc, html_table
 
         rows = [
             {
@@ -114,8 +114,8 @@ class DecisionInputs(Record):
             for f in dataclasses.fields(self.inputs)
             if f.name not in ("sources", "derived", "launch_env", "nccl_env")
         ]
-        head = f"<p><b>Evidence:</b> {self.evidence_path or '—'} ({self.evidence_note})</p>"
-        logs = "<p><b>Logs:</b> " + (", ".join(self.log_paths) or "none") + "</p>"
+        head = f"<p><b>Evidence:</b> {esc(self.evidence_path or '—')} ({esc(self.evidence_note)})</p>"
+        logs = "<p><b>Logs:</b> " + esc(", ".join(self.log_paths) or "none") + "</p>"
         return head + logs + html_table(rows, ["input", "value", "from"])
 
 

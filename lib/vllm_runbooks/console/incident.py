@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from ..execution.runjson import RUN_JSON, move_artefact, read_run_json, record_run
+from ..execution.runjson import RUN_JSON, move_artefact, read_run_json, record_run, running_state
 from ..execution.runner import RunbookResult, new_run_dir
-from ..execution.runs import running_state
 from ..records import utc_now
 from ..resources import default_runs_dir
 
@@ -171,11 +171,25 @@ class Incident:
         self.move_aside(template_name, "failed")
 
     def link(self, path: str | Path | None, from_dir: str | Path | None = None) -> str | None:
-        """A link to ``path`` relative to the notebook's folder (JupyterLab opens those), or None."""
-        if not path:
+        """A link to ``path`` relative to the notebook's folder (JupyterLab opens those), or None.
+
+        The path comes from run.json, which anyone who can write the run directory can edit: only
+        a file inside this run directory gets a link, and the link is percent-encoded and starts
+        with ``./`` or ``../``, so no ``javascript:`` (or any other scheme) can become clickable.
+        """
+        if not path or not isinstance(path, str | Path):
             return None
-        rel = os.path.relpath(Path(path), Path(from_dir or os.getcwd()))
-        return rel.replace(os.sep, "/")
+        try:
+            target = (self.run_dir / path).resolve() if not Path(path).is_absolute() else Path(path).resolve()
+            target.relative_to(self.run_dir.resolve())
+            if not target.is_file():
+                return None
+        except (OSError, ValueError):
+            return None
+        rel = os.path.relpath(target, Path(from_dir or os.getcwd()).resolve()).replace(os.sep, "/")
+        if not rel.startswith("../"):
+            rel = "./" + rel
+        return urllib.parse.quote(rel, safe="/.-_~")
 
 
 def incident_id(run_dir: Path) -> str:

@@ -26,6 +26,18 @@ TERMINATE_GRACE_S = 10.0
 PROGRESS_EVERY_S = 0.5
 
 
+
+def parameters_yaml(parameters: dict[str, Any]) -> str:
+    """The step's parameters as the ``-f`` file the CLI reads: one value shared by two parameters
+    is written twice, because the CLI refuses YAML anchors and aliases (alias bombs)."""
+    import yaml
+
+    class _NoAliases(yaml.SafeDumper):
+        def ignore_aliases(self, data: object) -> bool:
+            return True
+
+    return yaml.dump(parameters, Dumper=_NoAliases)
+
 class StepJob:
     """``vllm-runbooks run NAME`` into the incident's run directory, in the background."""
 
@@ -61,11 +73,9 @@ class StepJob:
 
     def start(self) -> StepJob:
         """Start the process and the thread that reads its progress and reports the end."""
-        import yaml
-
         fd, self._params_file = tempfile.mkstemp(prefix="vllm-runbooks-console-", suffix=".yaml")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            yaml.safe_dump(self.parameters, handle)
+            handle.write(parameters_yaml(self.parameters))
         argv = [sys.executable, "-m", "vllm_runbooks.cli", "run", self.runbook, "-f", self._params_file,
                 "--run-dir", str(self.run_dir), "--format", "json"]  # fmt: skip
         self._proc = subprocess.Popen(

@@ -17,6 +17,7 @@ from typing import Any
 from ..display import banner, esc, figure_bundle, html_table
 from ..execution.notebook_output import PLOTLY_MIME
 from ..execution.parameters import coerce_cli_value
+from ..execution.runjson import record_attachment
 from ..execution.templates import Parameter
 from .incident import Incident, incident_id
 from .job import StepJob
@@ -294,6 +295,9 @@ class Console:
         target.parent.mkdir(exist_ok=True)
         with target.open("xb") as handle:  # never over an earlier upload
             handle.write(content)
+        # Listed in the run's manifest as the console's upload: the next step's run.json entry
+        # refuses files no recorded writer put in the run directory.
+        record_attachment(self.incident.run_dir, "incident console upload", [target])
         return str(target)
 
     # -- steps ------------------------------------------------------------------------------

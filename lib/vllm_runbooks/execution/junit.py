@@ -12,16 +12,22 @@ Each runbook becomes a ``<testsuite>``; inside it, one ``<testcase>`` per check:
 
 Test-case names are stable across runs (the verdict goes in the message and the properties), so
 a CI's per-test history lines up night after night. Text is redacted, stripped of characters XML
-cannot hold, and bounded.
+cannot hold (lone surrogates included), and bounded.
+
+The report is written whatever happens (:func:`always_written`): a run refused, or one that
+crashed, is a red ``execution`` case saying why, never a missing file the scheduler reads as
+nothing to report.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
+import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +40,11 @@ SKIPPED = frozenset({"skip", "skipped", "not_applicable", "n/a"})
 FAILED = frozenset({"fail", "failed", "failure", "error"})
 MAX_TEXT = 4000
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a non-UTF-8 path or argument, as Python reads it
 
 
 def _text(value: Any) -> str:
-    return _XML_ILLEGAL.sub("?", redact_text(str(value)))[:MAX_TEXT]
+    return _XML_ILLEGAL.sub("?", _SURROGATE.sub("\ufffd", redact_text(str(value))))[:MAX_TEXT]
 
 
 def _time(seconds: Any) -> str:
@@ -145,6 +152,9 @@ def junit_document(results: Sequence[Any], fail_on_verdict: Iterable[str] = (), 
     for result in results:
         root.append(runbook_suite(result, refused))
     _count(root)
+    for element in root.iter():  # names come from run.json and the command line, unchecked
+        for key, value in element.attrib.items():
+            element.set(key, _XML_ILLEGAL.sub("?", _SURROGATE.sub("\ufffd", value)))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -159,3 +169,38 @@ def write_junit(
     tmp.write_text(junit_document(results, fail_on_verdict, name), encoding="utf-8")
     tmp.replace(target)
     return target
+
+
+def failure_entry(name: str, exc: BaseException) -> dict[str, Any]:
+    """The JUnit entry of a run that ended in ``exc``: refused (a RunbookError, an unknown
+    runbook), interrupted, or crashed, with the reason as the message."""
+    from .parameters import RunbookError
+
+    if isinstance(exc, RunbookError | FileNotFoundError):
+        return {"name": name, "status": "refused", "error": str(exc)}
+    if isinstance(exc, KeyboardInterrupt | SystemExit):
+        return {"name": name, "status": "interrupted", "error": f"interrupted ({type(exc).__name__})"}
+    return {"name": name, "status": "crashed", "error": f"crashed: {type(exc).__name__}: {exc}"}
+
+
+@contextlib.contextmanager
+def always_written(path: str | Path | None, name: str, fail_on_verdict: Iterable[str] = ()) -> Iterator[list[Any]]:
+    """Write the JUnit report at ``path`` when the block ends, however it ends.
+
+    The block appends its results to the list it is given. When it raises, the report is one
+    ``execution`` error for ``name`` saying why (:func:`failure_entry`) and the exception goes
+    on; a report that cannot be written then is said on stderr, never raised over it. When it
+    returns without results, the report says so rather than passing an empty run.
+    """
+    results: list[Any] = []
+    try:
+        yield results
+    except BaseException as exc:
+        if path:
+            try:
+                write_junit(path, [failure_entry(name, exc)], fail_on_verdict)
+            except Exception as junit_exc:  # noqa: BLE001 - never hide why the run ended
+                print(f"vllm-runbooks: could not write the JUnit report {path}: {junit_exc}", file=sys.stderr)
+        raise
+    if path:
+        write_junit(path, results or [{"name": name, "status": "failed", "error": "no result"}], fail_on_verdict)

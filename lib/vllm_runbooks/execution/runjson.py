@@ -21,7 +21,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from .. import __version__
 from ..bounded import load_json
 from ..records import Record, utc_now
 from ..redact import redact_obj
+from . import signing
 
 #: The record's file name in every run directory.
 RUN_JSON = "run.json"
@@ -67,8 +68,26 @@ def _run_lock(run_dir: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+class UnlistedFilesError(ValueError):
+    """Files in a run directory that no runbook recorded in run.json wrote (copied in, or left by a
+    runbook that was killed): a new runbook does not start beside them, or its entry would bless them."""
+
+    def __init__(self, run_dir: Path, files: list[str]) -> None:
+        self.files = files
+        shown = ", ".join(files[:10]) + (f" and {len(files) - 10} more" if len(files) > 10 else "")
+        super().__init__(
+            f"{run_dir}: {len(files)} file(s) no runbook of this run wrote: {shown}; move them out of the "
+            "run directory (or start a new run) — only files a runbook wrote may enter its manifest"
+        )
+
+
 def record_run(run_dir: Path, result: Record, entry_id: str | None = None) -> dict[str, Any]:
-    """Add one runbook result to run.json (replacing its ``running`` entry) and refresh the manifest."""
+    """Add one runbook result to run.json (replacing its ``running`` entry) and refresh the manifest.
+
+    The files that appeared while the runbook ran (and were not already there when its
+    ``running`` entry was written) are its outputs: they enter the manifest, and the entry names
+    them under ``outputs``, so each artefact is tied to the runbook execution that wrote it.
+    """
     with _run_lock(run_dir):
         return _record_run_locked(run_dir, result.to_dict(), entry_id)
 
@@ -80,6 +99,12 @@ def record_running(
 
     A run killed mid-way (SIGKILL, a lost node) then leaves ``status: running`` behind, which
     ``runs`` reports as ``interrupted`` instead of the earlier runbook's ``ok``.
+
+    Files no runbook wrote are refused by name (:class:`UnlistedFilesError`): the manifest grows
+    only from a finished entry's outputs, so a report copied into the run directory is never
+    listed by the next runbook's entry. While another runbook of the run is still executing,
+    its files cannot be told from copied ones yet; they are noted in this entry instead
+    (``unlisted_at_start``) and are never counted as this runbook's outputs.
     """
     entry = {
         "name": name,
@@ -94,7 +119,83 @@ def record_running(
         "template_sha256": template_sha256,
     }
     with _run_lock(run_dir):
+        data = _current_run_json(run_dir)
+        unlisted = unlisted_files(run_dir, data or {}, ignore=[output])
+        if unlisted:
+            others_running = any(
+                isinstance(b, dict) and b.get("status") == "running" and running_state(b) == "running"
+                for b in (data or {}).get("runbooks", [])
+            )
+            if not others_running:
+                raise UnlistedFilesError(run_dir, unlisted)
+            entry["unlisted_at_start"] = unlisted
         _record_run_locked(run_dir, entry, entry_id)
+
+
+def record_attachment(run_dir: Path, by: str, paths: Iterable[Path]) -> None:
+    """List files the runner itself wrote between runbooks (the suite's plan) in the manifest.
+
+    They are named under ``attached`` with who wrote them, so they are outputs of a recorded
+    writer like a runbook's, and the next runbook's entry does not refuse them as copied in.
+    """
+    with _run_lock(run_dir):
+        data = _current_run_json(run_dir)
+        if data is None and (run_dir / RUN_JSON).exists():
+            return  # unreadable: left as it is for the readers to refuse, naming it
+        data = data if data is not None else _fresh_record(run_dir)
+        if run_json_edited(data):
+            return  # edited: re-signing must not hide that
+        _note_unverified(data)
+        rels = [Path(p).resolve().relative_to(run_dir.resolve()).as_posix() for p in paths]
+        manifest = data.setdefault("artefacts", {})
+        fresh = [rel for rel in rels if rel not in manifest and (run_dir / rel).is_file()]
+        manifest.update({rel: sha256_file(run_dir / rel) for rel in fresh})
+        data.setdefault("attached", []).append({"by": by, "at": utc_now(), "outputs": fresh})
+        _write_run_json(run_dir / RUN_JSON, data)
+
+
+def running_state(entry: Mapping[str, Any]) -> str:
+    """``running`` while the process that wrote the entry is alive on this host, else ``interrupted``."""
+    pid = entry.get("pid")
+    if entry.get("host") != socket.gethostname() or not isinstance(pid, int) or pid <= 0:
+        return "interrupted"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return "interrupted"
+    except PermissionError:
+        return "running"
+    return "running"
+
+
+def _current_run_json(run_dir: Path) -> dict[str, Any] | None:
+    """run.json as it stands (None when absent or unreadable: the writer sets an unreadable one aside)."""
+    path = run_dir / RUN_JSON
+    try:
+        data = read_run_json(path) if path.exists() else None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("runbooks"), list) else None
+
+
+def unlisted_files(run_dir: Path, data: Mapping[str, Any], ignore: Iterable[Path] = ()) -> list[str]:
+    """Files (and links) of the run directory its manifest does not list, bookkeeping and the
+    notebooks of runbooks still executing aside: what no finished runbook of the run wrote."""
+    listed = data.get("artefacts") if isinstance(data.get("artefacts"), dict) else {}
+    skip = {Path(p).name for p in ignore} | {
+        Path(b["notebook"]).name
+        for b in data.get("runbooks") or []
+        if isinstance(b, dict) and b.get("status") == "running" and isinstance(b.get("notebook"), str)
+    }
+    found = []
+    for p in sorted(run_dir.rglob("*")):
+        rel = p.relative_to(run_dir)
+        if not (p.is_file() or p.is_symlink()) or is_run_bookkeeping(rel) or rel.as_posix() in listed:
+            continue
+        if p.parent == run_dir and p.name in skip:
+            continue
+        found.append(rel.as_posix())
+    return found
 
 
 def run_json_digest(data: Mapping[str, Any]) -> str:
@@ -102,6 +203,19 @@ def run_json_digest(data: Mapping[str, Any]) -> str:
     body = {k: v for k, v in data.items() if k != "signature"}
     canonical = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _fresh_record(run_dir: Path, created_at: str | None = None) -> dict[str, Any]:
+    """The head of a new run.json: what ran where, with which versions."""
+    return {
+        "schema": "run",
+        "schema_version": 1,
+        "run_id": run_dir.name,
+        "host": socket.gethostname(),
+        "created_at": created_at or utc_now(),
+        "versions": environment_versions(),
+        "runbooks": [],
+    }
 
 
 def _record_run_locked(run_dir: Path, entry: dict[str, Any], entry_id: str | None) -> dict[str, Any]:
@@ -115,62 +229,55 @@ def _record_run_locked(run_dir: Path, entry: dict[str, Any], entry_id: str | Non
         edited = run_json_edited(data) if isinstance(data, dict) else None
         if edited and isinstance(data, dict) and not data.get("edited"):
             data["edited"] = f"{edited} (noticed {utc_now()})"  # sticky: re-signing must not hide it
+        if isinstance(data, dict):
+            _note_unverified(data)
         if not isinstance(data, dict) or not isinstance(data.get("runbooks"), list):
             # Broken since the run started: keep it beside, under a new name, and start afresh
             # rather than lose the result of a notebook that has already run.
             path.rename(path.with_name(f"{RUN_JSON}.unreadable-{secrets.token_hex(3)}"))
             data = None
     if data is None:
-        data = {
-            "schema": "run",
-            "schema_version": 1,
-            "run_id": run_dir.name,
-            "host": socket.gethostname(),
-            "created_at": entry.get("started_at") or utc_now(),
-            "versions": environment_versions(),
-            "runbooks": [],
-        }
+        data = _fresh_record(run_dir, entry.get("started_at"))
     entry = {**entry, "entry_id": entry_id} if entry_id else entry
-    books = [b for b in data["runbooks"] if not (entry_id and isinstance(b, dict) and b.get("entry_id") == entry_id)]
+    replaced = next(
+        (b for b in data["runbooks"] if entry_id and isinstance(b, dict) and b.get("entry_id") == entry_id), None
+    )
+    books = [b for b in data["runbooks"] if b is not replaced]
+    old = data.get("artefacts")
+    manifest = {str(k): str(v) for k, v in old.items()} if isinstance(old, dict) else {}
+    if entry.get("status") != "running":
+        there_before = set(replaced.get("unlisted_at_start") or []) if isinstance(replaced, dict) else set()
+        data["runbooks"] = [*books, entry]  # its own notebook is no longer "in progress"
+        outputs = [rel for rel in unlisted_files(run_dir, data) if rel not in there_before]
+        outputs = [rel for rel in outputs if (run_dir / rel).is_file() and not (run_dir / rel).is_symlink()]
+        manifest.update({rel: sha256_file(run_dir / rel) for rel in outputs})
+        entry["outputs"] = outputs
     data["runbooks"] = [*books, entry]
     data["updated_at"] = utc_now()
     statuses = [b.get("status") if isinstance(b, dict) else "unreadable" for b in data["runbooks"]]
     data["status"] = "running" if "running" in statuses else "ok" if all(st == "ok" for st in statuses) else "failed"
-    data["artefacts"] = _append_manifest(run_dir, data)
+    # Append-only: a listed file keeps the hash it was recorded with. Re-hashing would approve an
+    # artefact edited between two runbooks; a changed or removed file stays listed with its old
+    # hash, for the verifiers to refuse. Only a finished entry's outputs are added (see above).
+    data["artefacts"] = manifest
     return _write_run_json(path, data)
 
 
-def _append_manifest(run_dir: Path, data: dict[str, Any]) -> dict[str, str]:
-    """The sha256 manifest, append-only: a listed file keeps the hash it was recorded with.
-
-    Re-hashing listed files on every write would approve an artefact edited between two runbooks
-    (runbook 06 writes its ``running`` entry before it reads 01–05); a changed or removed listed
-    file therefore stays listed with its old hash, for ``verify_run`` to refuse. New files are
-    added. A notebook still being executed is not an artefact yet: hashing its claimed (empty or
-    partial) file would make every later reader, runbook 06 included, call it altered.
-    """
-    old = data.get("artefacts")
-    manifest = {str(k): str(v) for k, v in old.items()} if isinstance(old, dict) else {}
-    in_progress = {
-        Path(b["notebook"]).name
-        for b in data["runbooks"]
-        if isinstance(b, dict) and b.get("status") == "running" and isinstance(b.get("notebook"), str)
-    }
-    for p in sorted(run_dir.rglob("*")):
-        rel = p.relative_to(run_dir)
-        if str(rel) in manifest or not p.is_file() or is_run_bookkeeping(rel):
-            continue
-        if p.parent == run_dir and p.name in in_progress:
-            continue
-        manifest[str(rel)] = sha256_file(p)
-    return manifest
-
-
 def _write_run_json(path: Path, data: dict[str, Any]) -> dict[str, Any]:
-    """Redact, sign and atomically replace run.json (the lock is held by the caller)."""
+    """Redact, sign (sha256 and, with the machine key, an HMAC) and atomically replace run.json.
+
+    The lock is held by the caller, who has called :func:`_note_unverified` on what it read.
+    """
     data.pop("signature", None)
     data = redact_obj(data)
-    data["signature"] = {"sha256": run_json_digest(data), "covers": "run.json without this field"}
+    digest = run_json_digest(data)
+    signature: dict[str, Any] = {"sha256": digest, "covers": "run.json without this field"}
+    key, why = signing.signing_key(create=True, outside=path.parent)
+    if key is not None:
+        signature.update(hmac_sha256=signing.mac(key, digest), key_id=key.key_id)
+    else:
+        signature["unkeyed"] = why
+    data["signature"] = signature
     tmp = path.with_name(f"{RUN_JSON}.{os.getpid()}.json.tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(path)
@@ -181,16 +288,47 @@ def run_json_edited(data: Mapping[str, Any]) -> str | None:
     """Why run.json is not as the runner wrote it (signature missing or wrong), or None.
 
     A run.json without artefacts and signature (written by hand or by an older version before
-    anything was recorded) is not called edited.
+    anything was recorded) is not called edited. A keyed signature is checked too when this
+    machine holds its key; whether it could be checked is :func:`signature_status`.
     """
     if data.get("edited"):
         return str(data["edited"])
     signature = data.get("signature")
     if signature is None and not data.get("artefacts"):
         return None
-    if not isinstance(signature, dict) or signature.get("sha256") != run_json_digest(data):
+    digest = run_json_digest(data)
+    if not isinstance(signature, dict) or signature.get("sha256") != digest:
         return "run.json was edited after the runner wrote it (its signature does not match)"
-    return None
+    status, why = signing.check(signature, digest, signing.signing_key()[0])
+    return why if status == signing.MISMATCH else None
+
+
+def signature_status(data: Mapping[str, Any]) -> tuple[str, str]:
+    """How far this machine can vouch for run.json: ``verified`` (its key's HMAC matches and every
+    write was keyed), ``partly``, ``unverifiable``, ``unsigned`` or ``edited``, and why in words."""
+    edited = run_json_edited(data)
+    if edited:
+        return "edited", edited
+    status, why = signing.check(data.get("signature"), run_json_digest(data), signing.signing_key()[0])
+    if status == signing.VERIFIED and data.get("unverified_before"):
+        return "partly", str(data["unverified_before"])
+    return status, why
+
+
+def _note_unverified(data: dict[str, Any]) -> None:
+    """Before re-signing a run.json this machine's key does not vouch for, say so inside it (sticky).
+
+    Without this, editing run.json and stripping its HMAC, then running one more runbook, would
+    get the forged entries signed by the machine key.
+    """
+    if not data.get("runbooks") or data.get("unverified_before"):
+        return
+    key, _ = signing.signing_key()
+    if key is None:
+        return
+    status, why = signing.check(data.get("signature"), run_json_digest(data), key)
+    if status != signing.VERIFIED:
+        data["unverified_before"] = f"entries written before {utc_now()} are not vouched for by key {key.key_id}: {why}"
 
 
 def move_artefact(run_dir: Path, source: Path, target: Path) -> None:
@@ -211,6 +349,7 @@ def move_artefact(run_dir: Path, source: Path, target: Path) -> None:
             return  # nothing recorded yet, or edited: re-signing must not hide that
         rel = str(source.relative_to(run_dir))
         if rel in data["artefacts"]:
+            _note_unverified(data)
             data["artefacts"][str(target.relative_to(run_dir))] = data["artefacts"].pop(rel)
             _write_run_json(path, data)
 

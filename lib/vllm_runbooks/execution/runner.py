@@ -31,9 +31,15 @@ from ..resources import default_runs_dir
 from ..stage import Headline
 from .notebook_output import render_html, scrub_notebook
 from .offline_html import OfflineRenderer
-from .parameters import RunbookError, check_parameters, keep_real_paths, refuse_altered_targets
+from .parameters import (
+    RunbookError,
+    check_parameters,
+    keep_real_paths,
+    refuse_altered_targets,
+    refuse_non_utf8_path,
+)
 from .report_view import render_report_view
-from .runjson import RUN_JSON, read_run_json, record_run, record_running, run_json_edited
+from .runjson import RUN_JSON, UnlistedFilesError, read_run_json, record_run, record_running, run_json_edited
 from .scraps import read_scraps
 from .templates import parameter_defaults, resolve_runbook, runbook_name, template_sha256
 
@@ -76,6 +82,7 @@ class RunbookResult(Record):
 def new_run_dir(base: Path | None = None, label: str | None = None) -> Path:
     """Create ``runs/<UTC timestamp>-<host>-<short id>/``; exclusive, so two runs never share one."""
     base = Path(base or default_runs_dir())
+    refuse_non_utf8_path("the runs directory", base)  # run.json and the notebook could not hold it
     base.mkdir(parents=True, exist_ok=True)
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     host = re.sub(r"[^A-Za-z0-9.-]+", "-", label or socket.gethostname())[:40] or "host"
@@ -92,6 +99,7 @@ def new_run_dir(base: Path | None = None, label: str | None = None) -> Path:
 def check_run_dir(run_dir: Path) -> Path:
     """Make sure ``run_dir`` is (or can become) a writable directory before anything runs."""
     path = Path(run_dir)
+    refuse_non_utf8_path("--run-dir", path)
     if path.exists() and not path.is_dir():
         raise RunbookError(f"--run-dir {path} exists and is not a directory")
     for parent in path.parents:
@@ -157,7 +165,11 @@ def run_runbook(
     except FileExistsError as exc:
         raise RunbookError(f"{output} already exists: a run never overwrites another") from exc
     entry_id = secrets.token_hex(6)
-    record_running(run_path, short, output, params, entry_id, digest)
+    try:
+        record_running(run_path, short, output, params, entry_id, digest)
+    except UnlistedFilesError as exc:
+        output.unlink(missing_ok=True)  # the empty name this call claimed above, nothing else
+        raise RunbookError(str(exc)) from exc
 
     started, t0 = utc_now(), time.monotonic()
     status, error = "ok", None

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import socket
 from pathlib import Path
 from typing import Any
 
 from ..execution.runjson import sha256_file
 from ..records import Record
 from ..resources import default_runs_dir
-from .runjson import RUN_JSON, is_run_bookkeeping, read_run_json, run_json_edited
+from .runjson import RUN_JSON, is_run_bookkeeping, read_run_json, run_json_edited, running_state, signature_status
 
 
 @dataclasses.dataclass
@@ -33,6 +31,9 @@ class RunSummary(Record):
     figures: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     reason: str | None = None
     tampered: list[str] = dataclasses.field(default_factory=list)
+    #: With ``verify``: how far this machine vouches for run.json (``runjson.signature_status``).
+    signature: str | None = None
+    signature_why: str | None = None
 
 
 def summarise_run(run_dir: str | Path, verify: bool = False) -> RunSummary:
@@ -73,6 +74,7 @@ def summarise_run(run_dir: str | Path, verify: bool = False) -> RunSummary:
         verdicts[name] = verdict if isinstance(verdict, str | type(None)) else str(verdict)
         figures[name] = head.get("figures") if isinstance(head.get("figures"), dict) else {}
     tampered = _verify(path, data) if verify else []
+    signature, signature_why = signature_status(data) if verify else (None, None)
     return RunSummary(
         run_dir=str(path),
         status=status,
@@ -80,22 +82,10 @@ def summarise_run(run_dir: str | Path, verify: bool = False) -> RunSummary:
         verdicts=verdicts,
         figures=figures,
         reason="; ".join(problems) or None,
+        signature=signature,
+        signature_why=signature_why,
         tampered=tampered,
     )
-
-
-def running_state(entry: dict[str, Any]) -> str:
-    """``running`` while the process that wrote the entry is alive on this host, else ``interrupted``."""
-    pid = entry.get("pid")
-    if entry.get("host") != socket.gethostname() or not isinstance(pid, int) or pid <= 0:
-        return "interrupted"
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return "interrupted"
-    except PermissionError:
-        return "running"
-    return "running"
 
 
 def _verify(path: Path, data: dict[str, Any]) -> list[str]:
@@ -206,13 +196,13 @@ class RunResults(Record):
     refused: dict[str, str] = dataclasses.field(default_factory=dict)  # runbook → why it was not read
 
     def _repr_html_(self) -> str:
-        from ..display import html_table
+        from ..display import esc, html_table
 
         rows = [
             {"runbook": name, "verdict": result.headline().verdict, "read back": "yes"}
             for name, result in self.results.items()
         ] + [{"runbook": name, "verdict": None, "read back": why} for name, why in self.refused.items()]
-        return f"<p><b>{Path(self.run_dir).name}</b></p>" + html_table(rows, ["runbook", "verdict", "read back"])
+        return f"<p><b>{esc(Path(self.run_dir).name)}</b></p>" + html_table(rows, ["runbook", "verdict", "read back"])
 
 
 def load_results(run_dir: str | Path) -> RunResults:

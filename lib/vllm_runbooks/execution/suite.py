@@ -17,7 +17,8 @@ from typing import Any
 
 from ..artefacts import write_artefact
 from ..records import Record, utc_now
-from .runjson import RUN_JSON
+from .parameters import refuse_non_utf8_path
+from .runjson import RUN_JSON, record_attachment
 from .runner import RunbookError, new_run_dir, run_runbook
 from .templates import available_runbooks, parameter_defaults
 
@@ -116,6 +117,7 @@ def fresh_run_dir(run_dir: str | Path | None) -> Path:
     if run_dir is None:
         return new_run_dir()
     path = Path(run_dir)
+    refuse_non_utf8_path("--run-dir", path)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise RunbookError(f"{path} exists and is not empty: a suite never writes into an earlier run")
     path.mkdir(parents=True, exist_ok=True)
@@ -170,4 +172,4 @@ def run_suite(
 
 def _write_plan(run_dir: Path, result: SuiteResult) -> None:
     """suite/suite.json before the record runs, so the record can say what was skipped and why."""
-    write_artefact(run_dir, SUITE_FILE, result)
+    record_attachment(run_dir, "suite", [write_artefact(run_dir, SUITE_FILE, result)])

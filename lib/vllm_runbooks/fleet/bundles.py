@@ -37,7 +37,9 @@ def find_bundles(folders: str | Path | Iterable[str | Path]) -> tuple[list[tuple
 
     An entry is a bundle when it is a directory or a tarball. A directory that holds a
     ``bundle.tar.gz`` (a node folder of an earlier Ray survey) contributes that tarball. Two
-    entries with the same node name keep the first and list the second as unanswered.
+    entries with the same node name keep the first and list the second as unanswered. A link or
+    a hidden folder or tarball is never read, and never skipped silently: it is listed as
+    unanswered with the reason, so a node is never missing from the table without a word.
     """
     if isinstance(folders, str | Path):
         folders = [folders]
@@ -52,7 +54,14 @@ def find_bundles(folders: str | Path | Iterable[str | Path]) -> tuple[list[tuple
             if len(found) >= MAX_NODES:
                 bad.append(unanswered("more-nodes", WHY_BAD_BUNDLE, f"more than {MAX_NODES} entries", "bundle"))
                 return found, bad
-            if entry.name.startswith(".") or entry.is_symlink():
+            if entry.is_symlink() or entry.name.startswith("."):
+                looks_like_bundle = entry.is_dir() or entry.name.endswith(TAR_SUFFIXES)
+                if entry.is_symlink() or looks_like_bundle:  # .DS_Store and .gitkeep are not nodes
+                    kind = "a symbolic link (not followed: it could point anywhere)" if entry.is_symlink() else (
+                        "hidden (its name starts with a dot)"
+                    )
+                    name = node_name(_strip_tar(entry.name))
+                    bad.append(unanswered(name, WHY_BAD_BUNDLE, f"{entry.name}: {kind}; not read", "bundle"))
                 continue
             if entry.is_dir():
                 nested = entry / "bundle.tar.gz"

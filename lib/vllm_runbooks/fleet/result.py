@@ -157,7 +157,7 @@ class FleetResult(ResultMixin, Record):
         writer = csv.DictWriter(buf, fieldnames=[*TABLE_COLUMNS, "why"])
         writer.writeheader()
         for n in self.nodes:
-            writer.writerow({**n.row(), "why": n.why})
+            writer.writerow({k: spreadsheet_safe(v) for k, v in {**n.row(), "why": n.why}.items()})
         write_artefact(run_dir, "fleet/nodes.csv", buf.getvalue())
         return write_artefact(run_dir, self.ARTEFACT, self)
 
@@ -216,7 +216,7 @@ class NodeList:
         return len(self.nodes)
 
     def _repr_html_(self) -> str:
-        from ..display import html_table
+        from ..display import esc, html_table
 
         cols = (
             ["node", "why", "reason"]
@@ -224,4 +224,13 @@ class NodeList:
             else ["node", "gpu_name", "gpu_count", "driver_version", "driver_branch", "idle", "reason"]
         )
         rows = [{c: getattr(n, c) for c in cols} for n in self.nodes[:SHOWN_ROWS]]
-        return f"<h4>{self.action}: {len(self.nodes)} node(s)</h4>" + html_table(rows, cols)
+        return f"<h4>{esc(self.action)}: {len(self.nodes)} node(s)</h4>" + html_table(rows, cols)
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: hostnames and reasons come from the nodes' bundles, and
+    a cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return would be run as a
+    formula (``=HYPERLINK(...)``) when an approver opens nodes.csv. Numbers stay numbers."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value

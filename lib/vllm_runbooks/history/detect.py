@@ -78,9 +78,9 @@ class Regression(Record):
 
 def load_rules(path: str | Path | None = None) -> Rules:
     """Read the rules file; a malformed rule is an error naming it, not a silent skip."""
-    import yaml
+    from ..bounded import load_yaml
 
-    data = yaml.safe_load(Path(path or RULES_FILE).read_text(encoding="utf-8")) or {}
+    data = load_yaml(path or RULES_FILE) or {}
     rules = []
     for i, raw in enumerate(data.get("rules") or []):
         try:

@@ -222,10 +222,10 @@ def load_signatures(path: str | Path | None = None) -> SignatureSet:
     """Load the packaged signatures, or another file (e.g. a site-local extension)."""
     if path is None:
         return _default_signatures()
-    import yaml
+    from ..bounded import load_yaml
 
     p = Path(path)
-    return parse_signatures(yaml.safe_load(p.read_text(encoding="utf-8")), str(p))
+    return parse_signatures(load_yaml(p), str(p))
 
 
 def default_signatures_bytes() -> bytes:

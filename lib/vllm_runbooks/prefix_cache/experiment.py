@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..client import ChatResult, EndpointClient
-from ..display import banner, html_table
+from ..display import banner, bullets, html_table
 from ..metrics import MetricsSnapshot
 from ..records import Record
 from .gpu import GpuMemory, gpu_memory
@@ -441,13 +441,12 @@ class ExperimentResult(Record):
             if gpu and gpu.available
             else f"GPU memory: unavailable ({gpu.reason if gpu else 'not read'})"
         )
-        notes = "".join(f"<li>{n}</li>" for n in [gpu_line, *self.notes])
         return (
             banner(title, detail, "unknown")
             + html_table(rows, cols)
             + "<h4>Counter deltas (this run only)</h4>"
             + html_table(self.deltas.rows())
-            + f"<ul>{notes}</ul>"
+            + bullets([gpu_line, *self.notes])
         )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..client import EndpointClient
-from ..display import banner, html_table
+from ..display import banner, bullets, html_table
 from ..records import Record
 from .experiment import CounterDeltas, ExperimentSpec, counter_deltas, filler_text, scrape, tokens_per_word
 from .granularity import HitGranularity
@@ -59,8 +59,7 @@ class RetentionResult(Record):
         tone = {"retained": "good", "evicted": "bad"}.get(self.status, "unknown")
         rows = [{"field": k, "value": v} for k, v in self.figures().items()]
         rows.append({"field": "filler_requests", "value": self.filler_requests})
-        notes = "".join(f"<li>{n}</li>" for n in self.notes)
-        return banner(f"Retention: {self.status}", self.reason, tone) + html_table(rows) + f"<ul>{notes}</ul>"
+        return banner(f"Retention: {self.status}", self.reason, tone) + html_table(rows) + bullets(self.notes)
 
 
 def run_retention(

@@ -26,7 +26,7 @@ from .baseline import baseline_items
 from .checklist import checklist_items
 from .cite import Cite
 from .compare import canary_steps, compare_views
-from .integrity import verify_run
+from .integrity import machine_signature, verify_run
 from .model import ChangeRecord
 from .options import RecordOptions
 from .readings import canary_file
@@ -65,6 +65,7 @@ def build_record(
     verify_run(run)
     if base is not None:
         verify_run(base)
+    signature = machine_signature(run)
     cited: dict[str, str] = {}
     out_dir = Path(record_dir).resolve() if record_dir else run.path
     cite = Cite(run, out_dir, cited)
@@ -106,4 +107,5 @@ def build_record(
         baseline_dir=os.path.relpath(base.path, out_dir) if base is not None else None,
         rollback_store=opts.rollback_store,
         artefacts=dict(sorted(cited.items())),
+        machine_signature=signature,
     )

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..execution.runjson import RUN_JSON, run_json_edited, sha256_file
+from ..execution import signing
+from ..execution.runjson import RUN_JSON, run_json_edited, sha256_file, signature_status
 from .sources import RecordRefused, RunView
 
 #: Files the runner itself may legitimately touch after recording (the lock) are never listed.
@@ -35,6 +36,22 @@ def verify_run(view: RunView) -> dict[str, str]:
             raise RecordRefused(f"{path}: sha256 differs from run.json — altered after the run")
     _verify_sums(view)
     return dict(view.manifest)
+
+
+def machine_signature(view: RunView) -> dict[str, str]:
+    """What run.json's keyed signature proves here, in words the record prints beside its verdict."""
+    if not (view.path / RUN_JSON).exists():
+        status, why = "unsigned", "no run.json: nothing has been recorded in this directory"
+    else:
+        status, why = signature_status(view.data)
+    signature = view.data.get("signature") if isinstance(view.data.get("signature"), dict) else {}
+    return {
+        "status": status,
+        "key_id": str(signature.get("key_id") or ""),
+        "why": why,
+        "proves": signing.PROVES.format(key_id=signature.get("key_id") or "?") if status == "verified" else "nothing",
+        "does_not_prove": signing.DOES_NOT_PROVE,
+    }
 
 
 def digest_of(view: RunView, rel: str) -> str:

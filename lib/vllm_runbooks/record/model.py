@@ -137,6 +137,9 @@ class ChangeRecord(ResultMixin, Record):
     rollback_store: str | None = None
     approver: dict[str, str] = field(default_factory=lambda: {"name": "", "date": "", "decision": ""})
     artefacts: dict[str, str] = field(default_factory=dict)
+    #: How far this machine vouches for the run's run.json (execution/signing.py): status, key id,
+    #: what that proves and what it does not. "ready" needs status "verified".
+    machine_signature: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ChangeRecord:
@@ -161,10 +164,12 @@ class ChangeRecord(ResultMixin, Record):
 
     @property
     def verdict(self) -> str:
-        """ready: every checklist item ticked; incomplete: some not; regressed: a before/after regression."""
+        """ready: every checklist item ticked and run.json's keyed signature verified here; incomplete:
+        some item not, or the signature not verified; regressed: a before/after regression."""
         if any(c.regression for c in self.comparison):
             return "regressed"
-        return "ready" if self.checklist and all(c.ticked for c in self.checklist) else "incomplete"
+        signed = self.machine_signature.get("status") == "verified"
+        return "ready" if signed and self.checklist and all(c.ticked for c in self.checklist) else "incomplete"
 
     def headline(self) -> Headline:
         """The compact summary run.json keeps (runbook, verdict, figures)."""
@@ -197,7 +202,8 @@ class ChangeRecord(ResultMixin, Record):
         path = self.adopted_path.get("path") or "—"
         head = banner(
             f"Change record: {self.verdict}",
-            f"path {path}; checklist {sum(c.ticked for c in self.checklist)}/{len(self.checklist)} ticked",
+            f"path {path}; checklist {sum(c.ticked for c in self.checklist)}/{len(self.checklist)} ticked; "
+            f"machine signature of run.json: {self.machine_signature.get('status') or 'not checked'}",
             tone,
         )
         rows = [

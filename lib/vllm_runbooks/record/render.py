@@ -9,6 +9,8 @@ Markdown tables; every file goes through ``write_artefact`` (redacted, never ove
 from __future__ import annotations
 
 import html
+import re
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -20,63 +22,130 @@ JSON_FILE = "change_record.json"
 HTML_FILE = "change_record.html"
 
 
-def _cell(value: Any) -> str:
+#: The longest a value from a run (server text, a reason, a path) may be in one cell or line.
+CELL_MAX_CHARS = 400
+
+#: Line breaks and controls Markdown or a ticket system may act on: C0, DEL, C1, NEL, U+2028/2029.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+#: ASCII punctuation that Markdown (CommonMark, GFM, ticket renderers) can read as syntax anywhere.
+_INLINE_SYNTAX = re.compile(r"([\\`*_{}\[\]<>#!|~&])")
+#: What is syntax only at the start of a line: a list marker, a setext underline, an ordered item.
+_LINE_START = re.compile(r"^([-+=])|^(\d+)([.)])")
+#: Bare URLs that GFM turns into links on its own: ``scheme://`` and ``www.``.
+_AUTOLINK = re.compile(r"(?i)(://)|\b(www)\.")
+
+
+class Md(str):
+    """Markdown this module built itself (a link from a citation, a code span): the only text not escaped.
+
+    Everything else written into the record is a value from a run, and a value from a run is
+    data: a server's ``/version`` answer must never become a heading, a ticked line or a link.
+    """
+
+
+def md_text(value: Any, limit: int = CELL_MAX_CHARS) -> str:
+    """One value as one bounded line of Markdown text that renders as exactly those characters.
+
+    Controls and line separators become spaces (a ``\\r`` in server text cannot start a new line),
+    the text is cut at ``limit`` characters, and every ASCII punctuation mark Markdown could read
+    as syntax is backslash-escaped, which CommonMark and GFM render as the bare character.
+    """
+    if isinstance(value, Md):
+        return value
     text = "—" if value is None or value == "" else str(value)
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+    text = _CONTROLS.sub(" ", text).strip()
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    text = _INLINE_SYNTAX.sub(r"\\\1", text)
+    text = _LINE_START.sub(lambda m: f"\\{m[1]}" if m[1] else f"{m[2]}\\{m[3]}", text)
+    return _AUTOLINK.sub(lambda m: "\\://" if m[1] else f"{m[2]}\\.", text)
 
 
-def _links(evidence: list[Citation]) -> str:
-    return "<br>".join(f"[{_cell(c.text())}]({_href(c.artefact)})" for c in evidence)
+def md_code(value: Any, limit: int = CELL_MAX_CHARS) -> Md:
+    """A value as an inline code span, fenced with more backticks than it holds (it cannot close early)."""
+    text = _CONTROLS.sub(" ", "" if value is None else str(value)).strip()
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text else ""
+    return Md(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def md_link(label: Any, artefact: str) -> Md:
+    """A link to a file of the run, relative to the record; the target is percent-encoded, never a scheme."""
+    return Md(f"[{md_text(label)}]({_href(artefact)})")
+
+
+def _links(evidence: list[Citation]) -> Md:
+    return Md(" · ".join(md_link(c.text(), c.artefact) for c in evidence))
 
 
 def _href(rel: str) -> str:
-    return rel.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+    """A relative link target: every character that could end the link or name a scheme is encoded."""
+    text = _CONTROLS.sub("", str(rel))
+    quoted = urllib.parse.quote(text.lstrip("/"), safe="/-_.~")
+    return quoted if quoted and not quoted.startswith(".") else "./" + quoted
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     if not rows:
         return ["_(none)_", ""]
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += [
-        "| " + " | ".join(r if isinstance(r, str) and r.startswith("[") else _cell(r) for r in row) + " |"
-        for row in rows
-    ]
+    out = ["| " + " | ".join(md_text(h) if h else " " for h in header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(_table_cell(cell) for cell in row) + " |" for row in rows]
     return out + [""]
+
+
+def _table_cell(value: Any) -> str:
+    """A cell: text escaped; built Markdown (a code span) with its pipes escaped, as GFM tables need."""
+    return re.sub(r"(?<!\\)\|", r"\\|", value) if isinstance(value, Md) else md_text(value)
+
+
+def _signature_lines(record: ChangeRecord) -> list[str]:
+    """What the run's machine signature proves and does not, right under the verdict."""
+    sig = record.machine_signature or {"status": "unknown", "why": "not checked (a record from an older version)"}
+    lines = [f"**Machine signature of run.json:** {md_text(sig.get('status'))} — {md_text(sig.get('why'))}", ""]
+    if sig.get("status") != "verified":
+        lines += ["_The verdict cannot be ready while this machine cannot verify the run's keyed signature._", ""]
+    lines += [f"It does not prove: {md_text(sig.get('does_not_prove'))}.", ""] if sig.get("does_not_prove") else []
+    return lines
 
 
 def to_markdown(record: ChangeRecord) -> str:
     """The whole record as one Markdown document: headings, tables, relative links to the evidence."""
     path = record.adopted_path
     lines = [
-        f"# Change record — {record.run_id}",
+        f"# Change record — {md_text(record.run_id)}",
         "",
-        f"**Verdict:** {record.verdict} · **checklist:** {sum(c.ticked for c in record.checklist)}/"
-        f"{len(record.checklist)} ticked from evidence · **written:** {record.created_at}",
+        f"**Verdict:** {md_text(record.verdict)} · **checklist:** {sum(c.ticked for c in record.checklist)}/"
+        f"{len(record.checklist)} ticked from evidence · **written:** {md_text(record.created_at)}",
         "",
-        f"Run directory: `{record.run_dir}`" + (f" · baseline: `{record.baseline_dir}`" if record.baseline_dir else ""),
+        f"Run directory: {md_code(record.run_dir)}"
+        + (f" · baseline: {md_code(record.baseline_dir)}" if record.baseline_dir else ""),
         "",
+        *_signature_lines(record),
         "## Adopted path",
         "",
-        f"**{_cell(path.get('title'))}** (`{_cell(path.get('path'))}`)",
+        f"**{md_text(path.get('title'))}** ({md_code(path.get('path'))})",
         "",
     ]
     if path.get("chosen_by_hand"):
         lines += [
             f"Chosen by hand (parameter `adopted_path`). Runbook 02 recommended: "
-            f"`{_cell(path.get('recommended'))}` — {_cell(path.get('recommended_title'))} "
-            f"({_cell(path.get('from_run'))}).",
+            f"{md_code(path.get('recommended'))} — {md_text(path.get('recommended_title'))} "
+            f"({md_text(path.get('from_run'))}).",
             "",
         ]
     else:
-        lines += [f"From runbook 02's remediation ({_cell(path.get('from_run'))}).", ""]
+        lines += [f"From runbook 02's remediation ({md_text(path.get('from_run'))}).", ""]
     for ev in path.get("evidence") or []:
         c = Citation.from_dict(ev)
-        lines += [f"Evidence: [{_cell(c.text())}]({_href(c.artefact)})", ""]
+        lines += [f"Evidence: {md_link(c.text(), c.artefact)}", ""]
     if path.get("note"):
-        lines += [f"_{_cell(path['note'])}_", ""]
+        lines += [f"_{md_text(path['note'])}_", ""]
 
-    lines += ["## Reason", "", f"Runbook 02's reasons and inputs ({_cell(path.get('from_run'))}):", ""]
-    lines += [f"- {_cell(r)}" for r in record.reasons] or ["- _(runbook 02 recorded no reasons)_"]
+    lines += ["## Reason", "", f"Runbook 02's reasons and inputs ({md_text(path.get('from_run'))}):", ""]
+    lines += [f"- {md_text(r)}" for r in record.reasons] or ["- _(runbook 02 recorded no reasons)_"]
     if record.constraints:
         lines += ["", "Constraints (runbook 02's inputs):", ""]
         lines += _table(["constraint", "value"], [[k, v] for k, v in record.constraints.items()])
@@ -92,16 +161,14 @@ def to_markdown(record: ChangeRecord) -> str:
                 r.status,
                 r.verdict,
                 r.reason,
-                f"[report]({_href(r.report_html)})"
-                if r.report_html
-                else (f"[html]({_href(r.html)})" if r.html else "—"),
-                f"[ipynb]({_href(r.notebook)})" if r.notebook else "—",
+                md_link("report", r.report_html) if r.report_html else (md_link("html", r.html) if r.html else None),
+                md_link("ipynb", r.notebook) if r.notebook else None,
             ]
             for r in record.runbooks
         ],
     )
     if record.missing:
-        lines += ["**Missing or failed:**", ""] + [f"- {_cell(m)}" for m in record.missing] + [""]
+        lines += ["**Missing or failed:**", ""] + [f"- {md_text(m)}" for m in record.missing] + [""]
 
     lines += ["## Verified scope", ""]
     lines += _table(["scope", "evidence"], [[s.title, _links(s.evidence)] for s in record.verified])
@@ -111,8 +178,8 @@ def to_markdown(record: ChangeRecord) -> str:
     lines += ["## Change checklist (ticked from evidence only)", ""]
     for item in record.checklist:
         mark = "x" if item.ticked else " "
-        detail = _links(item.evidence) if item.ticked else f"_not ticked:_ {_cell(item.reason)}"
-        lines.append(f"- [{mark}] **{_cell(item.text)}** — {detail}")
+        detail = _links(item.evidence) if item.ticked else f"_not ticked:_ {md_text(item.reason)}"
+        lines.append(f"- [{mark}] **{md_text(item.text)}** — {detail}")
     lines.append("")
 
     lines += ["## Rollback conditions", ""]
@@ -121,12 +188,12 @@ def to_markdown(record: ChangeRecord) -> str:
     lines += [
         "## Re-evaluation",
         "",
-        f"**Date:** {record.reevaluate_on}",
+        f"**Date:** {md_text(record.reevaluate_on)}",
         "",
         "Triggers (re-evaluate earlier when):",
         "",
     ]
-    lines += [f"- {_cell(t)}" for t in record.triggers] + [""]
+    lines += [f"- {md_text(t)}" for t in record.triggers] + [""]
 
     lines += ["## Baseline saved before the change", ""]
     if not record.baseline_run:
@@ -157,19 +224,20 @@ def to_markdown(record: ChangeRecord) -> str:
     ]
     lines += ["## Artefacts cited (sha256)", ""]
     lines += _table(
-        ["artefact", "sha256"], [[f"[{_cell(k)}]({_href(k)})", f"`{v}`"] for k, v in record.artefacts.items()]
+        ["artefact", "sha256"], [[md_link(k, k), md_code(v)] for k, v in record.artefacts.items()]
     )
     return "\n".join(lines).rstrip() + "\n"
 
 
 def to_html(markdown_text: str, title: str) -> str:
-    """One self-contained page (inline CSS, no scripts, no network) from the Markdown."""
+    """One self-contained page (inline CSS, no scripts, no network) from the Markdown.
+
+    The writer puts no raw HTML into the Markdown, so any that reaches here came from a value and
+    is escaped (``escape=True``); mistune's own URL check refuses ``javascript:`` targets as well.
+    """
     import mistune
 
-    # Raw HTML in the Markdown is escaped (values are data, never markup), except the line breaks
-    # the writer itself puts between citations.
-    escaped = markdown_text.replace("&lt;", "<").replace("<", "&lt;").replace("&lt;br>", "<br>")
-    body = mistune.html(escaped)
+    body = mistune.create_markdown(escape=True, plugins=["table"])(markdown_text)
     css = (
         "body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;line-height:1.45}"
         "table{border-collapse:collapse;margin:.5rem 0 1rem}td,th{border:1px solid #ccc;padding:.3rem .5rem;"
@@ -177,6 +245,7 @@ def to_html(markdown_text: str, title: str) -> str:
     )
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
         f"<style>{css}</style></head><body>{body}</body></html>\n"
     )
 

@@ -27,7 +27,8 @@ def suite_plan(run: RunView) -> dict[str, dict[str, Any]]:
 def runbook_lines(run: RunView) -> tuple[list[RunbookLine], list[str]]:
     """One line per runbook of the procedure and the run, and the missing ones with their reason."""
     plan = suite_plan(run)
-    names = list(PROCEDURE) + [n for n in list(plan) + list(run.entries) if n not in PROCEDURE and n != "change_record"]
+    others = list(plan) + list(run.entries) + list(run.unproven)
+    names = list(PROCEDURE) + [n for n in others if n not in PROCEDURE and n != "change_record"]
     lines, missing = [], []
     for name in dict.fromkeys(names):
         entry = run.entry(name)
@@ -40,7 +41,9 @@ def runbook_lines(run: RunView) -> tuple[list[RunbookLine], list[str]]:
                 missing.append(f"{name}: failed — {entry.error or 'no error recorded'}")
             continue
         planned = plan.get(name) or {}
-        if name == LOAD_CHECK and not planned and name not in run.entries:
+        if name in run.unproven:
+            reason = run.unproven[name]
+        elif name == LOAD_CHECK and not planned and name not in run.entries:
             reason = "runbook 05 (load check) is not part of this run"
         else:
             reason = planned.get("reason") or "not run in this run directory"

@@ -19,6 +19,21 @@ from ..execution.scraps import read_scraps
 MAX_JSON_BYTES = 32 * 1024 * 1024
 
 
+#: The schema each result file the record reads must carry: a file of another kind under a
+#: result's name proves nothing. The runbooks' result classes declare the same pairs (ARTEFACT,
+#: SCHEMA); importing them all here would pull jsonschema into every record build, so the table
+#: is written out and a test holds it equal to the registry.
+RESULT_SCHEMAS = {
+    "evidence/evidence.json": "evidence",
+    "compat/decision.json": "compat_result",
+    "canary/canary_report.json": "canary_report",
+    "prefix_cache/check.json": "prefix_cache_result",
+    "load/load_check.json": "load_check_result",
+    "fleet/result.json": "fleet_survey",
+    "suite/suite.json": "suite_result",
+}
+
+
 class RecordRefused(Exception):
     """The record cannot be written truthfully (altered artefact, unreadable run); names the file."""
 
@@ -57,9 +72,27 @@ class RunView:
             str(k): str(v) for k, v in (data.get("artefacts") or {}).items() if isinstance(k, str)
         }
         self.entries: dict[str, RunbookEntry] = {}
+        #: Runbooks whose entry is not backed by its executed notebook, with why (never cited).
+        self.unproven: dict[str, str] = {}
+        #: Files a recorded runbook (or the runner) wrote, from the entries' ``outputs``; None for
+        #: a run written before entries named their outputs (then the manifest alone decides).
+        self.outputs: set[str] | None = None
+        recorded = (path / RUN_JSON).exists()
         for raw in data.get("runbooks") or []:
             if isinstance(raw, dict) and isinstance(raw.get("name"), str):
-                self.entries[raw["name"]] = self._entry(raw)
+                entry = self._entry(raw)
+                why = self._unproven(raw, entry) if recorded else None
+                if why:
+                    self.unproven[entry.name] = why
+                    self.entries.pop(entry.name, None)
+                    continue
+                self.unproven.pop(entry.name, None)
+                self.entries[entry.name] = entry
+                if isinstance(raw.get("outputs"), list):
+                    self.outputs = (self.outputs or set()) | {str(o) for o in raw["outputs"]}
+        for attached in data.get("attached") or []:
+            if isinstance(attached, dict) and isinstance(attached.get("outputs"), list):
+                self.outputs = (self.outputs or set()) | {str(o) for o in attached["outputs"]}
         self._scraps: dict[str, dict[str, Any]] = {}
         self._evidence: tuple[Any, str] | None = None
 
@@ -109,6 +142,18 @@ class RunView:
             parameters=params if isinstance(params, dict) else {},
         )
 
+    def _unproven(self, raw: dict[str, Any], entry: RunbookEntry) -> str | None:
+        """Why an entry cannot be cited: a finished runbook always leaves its executed notebook,
+        listed in the manifest (and among its outputs); an entry without one was written by hand."""
+        if entry.status == "running":
+            return None
+        if not entry.notebook or entry.notebook not in self.manifest:
+            return f"run.json has an entry for {entry.name} but its executed notebook is not in the run's manifest"
+        outputs = raw.get("outputs")
+        if isinstance(outputs, list) and entry.notebook not in outputs:
+            return f"{entry.name}'s executed notebook is not among the files its run.json entry wrote"
+        return None
+
     def entry(self, name: str) -> RunbookEntry | None:
         return self.entries.get(name)
 
@@ -128,7 +173,11 @@ class RunView:
         if found is None:
             return None
         name = (Path(rel).parent / found.name).as_posix()
-        return name if name in self.manifest or not (self.path / RUN_JSON).exists() else None
+        if not (self.path / RUN_JSON).exists():
+            return name
+        if name not in self.manifest or (self.outputs is not None and name not in self.outputs):
+            return None  # listed by no recorded runbook: never cited
+        return name
 
     def read_json(self, rel: str) -> Any:
         """The newest attempt of a JSON artefact (see :meth:`artefact`), or None when absent or unreadable."""
@@ -136,9 +185,13 @@ class RunView:
         if found is None:
             return None
         try:
-            return load_json(self.path / found, MAX_JSON_BYTES)[0]  # bounded in size and depth
+            data = load_json(self.path / found, MAX_JSON_BYTES)[0]  # bounded in size and depth
         except (OSError, ValueError):
             return None
+        expected = RESULT_SCHEMAS.get(rel)
+        if expected is not None and (not isinstance(data, dict) or data.get("schema") != expected):
+            return None  # a file of another kind under a result's name proves nothing
+        return data
 
     def evidence(self) -> tuple[Any, str]:
         """Runbook 01's typed ``Evidence`` (through ``runs.load_result``) and, when None, why not."""

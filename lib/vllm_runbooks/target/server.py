@@ -23,6 +23,7 @@ from pathlib import Path
 
 import httpx
 
+from ..client import direct_http_client
 from ..display import banner, esc
 from ..records import Record, utc_now
 from .install import install_status
@@ -235,7 +236,8 @@ def _log_text(path: Path) -> str:
 
 def _health(base_url: str, timeout: float = 2.0) -> bool:
     try:
-        return httpx.get(f"{base_url}/health", timeout=timeout).status_code == 200
+        with direct_http_client(timeout=timeout) as client:  # the target, never an environment proxy
+            return client.get(f"{base_url}/health").status_code == 200
     except httpx.HTTPError:
         return False
 

@@ -13,6 +13,8 @@ import secrets
 
 import httpx
 
+from ...client import clean_text, direct_http_client
+from ...execution.parameters import is_env_name
 from ..registry import Outcome, StepContext, failed, passed, register, skipped
 
 REFUSED = (401, 403)
@@ -20,9 +22,9 @@ REFUSED = (401, 403)
 
 def _status(ctx: StepContext, headers: dict[str, str]) -> tuple[int | None, str]:
     try:
-        with httpx.Client(timeout=httpx.Timeout(ctx.timeout, connect=min(5.0, ctx.timeout))) as http:
+        with direct_http_client(timeout=httpx.Timeout(ctx.timeout, connect=min(5.0, ctx.timeout))) as http:
             r = http.get(ctx.client.base_url + "/v1/models", headers=headers)
-            return r.status_code, r.text[:200]
+            return r.status_code, clean_text(r.text[:200])
     except httpx.HTTPError as exc:
         return None, f"{type(exc).__name__}: {exc}"
 
@@ -30,12 +32,14 @@ def _status(ctx: StepContext, headers: dict[str, str]) -> tuple[int | None, str]
 @register("access_control", "Access control (requests without the key)", 8)
 def access_control(ctx: StepContext) -> Outcome:
     """/v1/models without a key and with a wrong key: refused when a key is configured."""
-    key_set = bool(ctx.config.api_key_env and os.environ.get(ctx.config.api_key_env))
+    name = ctx.config.api_key_env
+    key_set = bool(name and os.environ.get(name))
+    shown = name if name is None or is_env_name(name) else "(not a variable name: not shown, it may be the key)"
     without, body = _status(ctx, {})
     wrong, _ = _status(ctx, {"Authorization": f"Bearer wrong-{secrets.token_hex(8)}"})
     details = {
         "key_configured": key_set,
-        "api_key_env": ctx.config.api_key_env,
+        "api_key_env": shown,
         "without_key": without,
         "wrong_key": wrong,
     }
@@ -60,6 +64,6 @@ def access_control(ctx: StepContext) -> Outcome:
         )
     warning = (
         f"warning: the endpoint answers without any API key (HTTP {without}); no key is configured "
-        f"({ctx.config.api_key_env or 'api_key_env'} unset): anyone who reaches it can use it"
+        f"({shown or 'api_key_env'} unset): anyone who reaches it can use it"
     )
     return skipped(warning, not_applicable=True, warning=warning, **details)

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from ...client import decode_body, direct_http_client
 from ..registry import Outcome, StepContext, describe_failure, failed, passed, register
 from ..toolcheck import check_call
 from .tools import forced_call, tool_suite
@@ -41,12 +42,12 @@ def abandon_stream(ctx: StepContext, body: dict[str, Any]) -> dict[str, Any]:
     t0 = time.monotonic()
     try:
         with (
-            httpx.Client(timeout=httpx.Timeout(ctx.timeout, connect=min(5.0, ctx.timeout))) as http,
+            direct_http_client(timeout=httpx.Timeout(ctx.timeout, connect=min(5.0, ctx.timeout))) as http,
             http.stream("POST", ctx.client.base_url + "/v1/chat/completions", json=body, headers=headers) as r,
         ):
             seen["status"] = r.status_code
             if r.status_code != 200:
-                seen["error"] = f"HTTP {r.status_code}: {r.read()[:300].decode('utf-8', 'replace')}"
+                seen["error"] = f"HTTP {r.status_code}: {decode_body(r.read()[:300])}"
                 return seen
             for n, line in enumerate(r.iter_lines()):
                 if n >= MAX_LINES or ctx.cancelled or time.monotonic() - t0 > ctx.timeout:

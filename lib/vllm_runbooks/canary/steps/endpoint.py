@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...client import ChatResult
+from ...client import ChatResult, env_proxies_ignored
 from ..png import make_png, png_data_url
 from ..registry import Outcome, StepContext, body_view, describe_failure, failed, passed, register, skipped
 from ..serverlog import parse_server_log
@@ -77,8 +77,19 @@ def model_load(ctx: StepContext) -> Outcome:
     else:
         notes.append("no server_log given: startup time not measured")
 
+    proxies = env_proxies_ignored()
+    if proxies:  # the client never uses them: the canary talks to the endpoint and nothing else
+        notes.append(f"environment proxies ignored ({', '.join(proxies)} set): requests went straight to the endpoint")
+
     evidence = {"models": ids, "version": vllm_version, "load_lines": (log or {}).get("load_lines", [])[:8]}
-    details = {"models": ids, "model": c.model, "vllm_version": vllm_version, "server_log": log, "notes": notes}
+    details = {
+        "models": ids,
+        "model": c.model,
+        "vllm_version": vllm_version,
+        "server_log": log,
+        "notes": notes,
+        "env_proxies_ignored": proxies,
+    }
     if problems:
         return failed("; ".join(problems), evidence, **details)
     reason = f"healthy; serving {c.model!r}; vLLM {vllm_version or '?'}"
