@@ -221,7 +221,9 @@ class LaunchAndLog(Record):
     SCHEMA = "prefix_cache_launch_log"
     launch_command: str | None = None
     launch_origin: str = ""
-    log_text: str | None = None
+    # Never in a repr: a notebook keeps a cell's text/plain, and the log can be megabytes holding
+    # secrets only a line cut would have caught.
+    log_text: str | None = field(default=None, repr=False)
     log_origin: str = ""
     notes: list[str] = field(default_factory=list)
 
