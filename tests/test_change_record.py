@@ -374,3 +374,14 @@ def test_a_hanging_cell_fails_its_runbook_and_the_suite_goes_on(tmp_path: Path) 
     status = {e.name: (e.status, e.reason or "") for e in result.runbooks}
     assert status["hang"][0] == "failed" and "CellTimeoutError" in status["hang"][1]
     assert status["change_record"][0] == "ok"
+
+
+def test_restarts_runbook_05_could_not_prove_do_not_tick_restart_stability(tmp_path: Path) -> None:
+    """Two replicas behind a balancer answering in turn: the command ran, no restart was seen."""
+    restarts = [{"index": 1, "ok": False, "status": "not_proven", "observed": "",
+                 "message": "identity alternated between 2 values before the command"}]  # fmt: skip
+    stages = [{"stage": "health", "status": "pass", "reason": "healthy", "details": {"restarts": restarts}}]
+    entry = {"name": "load_check", "status": "ok", "headline": {"verdict": "pass", "figures": {}}}
+    _write_run(tmp_path, [entry], {"load/load_check.json": {"schema": "load_check_result", "stages": stages}})
+    item = next(c for c in build_record(tmp_path).checklist if c.name == "load_and_restart")
+    assert not item.ticked and "not proven" in item.reason and "alternated" in item.reason

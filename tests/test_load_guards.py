@@ -71,8 +71,10 @@ def test_a_restart_counts_when_health_dropped_or_identity_changed() -> None:
     seen = iter([False, False, True])
     att = restart_with_command(NOOP, lambda: next(seen, True), 1, 10.0)
     assert att.ok and "health dropped" in att.observed
-    ids = iter(["process_start=1.000", "process_start=1.000", "process_start=99.000"])
-    att = restart_with_command(NOOP, lambda: True, 2, 10.0, identity=lambda: next(ids))
+    # a new identity counts when it holds over several reads, seen no sooner than a restart can be
+    slow = f"{sys.executable} -c 'import time; time.sleep(1.1)'"
+    ids = iter(["process_start=1.000"] * 3)
+    att = restart_with_command(slow, lambda: True, 2, 10.0, identity=lambda: next(ids, "process_start=99.000"))
     assert att.ok and "identity changed" in att.observed and "99.000" in att.observed
     att = restart_with_command(NOOP, lambda: False, 3, 0.6)
     assert not att.ok and "not healthy" in att.message

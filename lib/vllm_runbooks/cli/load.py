@@ -18,7 +18,13 @@ ORDER = 60
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``load`` (the engine of runbook 05, without the notebook)."""
-    p = subparsers.add_parser("load", help="send a bounded streaming load to one endpoint; print a summary")
+    p = subparsers.add_parser(
+        "load",
+        help="send a bounded streaming load to one endpoint; print a summary",
+        epilog="Every numeric flag is finite and inside the range of vllm_runbooks.load.limits (the same table "
+        "as runbook 05's: e.g. --requests 1..100000, --concurrency 1..1024, --input-words 1..100000, "
+        "--timeout 0.1..3600 s); a value outside it is refused with exit code 2 before any request.",
+    )
     p.add_argument("--endpoint", required=True, help="base URL of the OpenAI-compatible server (only target)")
     p.add_argument("--model", default=None, help="served model name (default: the first in /v1/models)")
     p.add_argument("--concurrency", type=int, default=8, help="most requests in flight at once")
@@ -42,13 +48,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _cmd_load(args: argparse.Namespace) -> int:
     """Refused (2) on bad input, failed (1) when the endpoint cannot be used, else 0 and the summary."""
+    from ..execution.parameters import RunbookError, check_env_name
     from ..load.cli_summary import measure
+    from ..load.limits import cli_problems
 
-    if args.requests < 1 or args.concurrency < 1 or args.max_seconds <= 0 or args.timeout <= 0:
-        print(
-            "vllm-runbooks load: --requests, --concurrency, --max-seconds and --timeout must be positive",
-            file=sys.stderr,
-        )
+    problems = cli_problems(args)
+    try:
+        check_env_name("load", "--api-key-env", args.api_key_env)  # a pasted key is refused, never echoed
+    except RunbookError as exc:
+        problems.append(str(exc))
+    if problems:
+        for problem in problems:
+            print(f"vllm-runbooks load: {problem}", file=sys.stderr)
         return exit_codes.REFUSED
     if args.save_records and Path(args.save_records).exists():
         print(f"vllm-runbooks load: {args.save_records} exists; records never overwrite a file", file=sys.stderr)

@@ -70,7 +70,8 @@ def health(ctx: StageContext) -> Any:
         details["restarts"] = [r.to_dict() for r in restarts]
         times = [r.seconds_to_healthy for r in restarts if r.ok]
         bad = [r for r in restarts if not r.ok]
-        reason += f"; {len(times)}/{len(restarts)} restarts healthy again" + (
+        # a restart counts only when proven (restart.py): "not proven" is never "healthy again"
+        reason += f"; {len(times)}/{len(restarts)} restarts proven and healthy again" + (
             f" in {min(times):.1f}–{max(times):.1f} s" if times else ""
         )
         if bad:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..records import Record, utc_now
+from ..redact import mask_secret
 
 try:  # every streamed chunk is parsed: msgspec's decoder is ~4x json.loads (see the benchmark)
     from msgspec.json import Decoder as _Decoder
@@ -34,10 +35,12 @@ try:  # every streamed chunk is parsed: msgspec's decoder is ~4x json.loads (see
 except ImportError:  # pragma: no cover - msgspec is a declared dependency
     _loads = json.loads
 from .errors import ErrorClass, classify
+from .limits import ENGINE_LIMITS, problems, require
 from .records import RequestRecord
 from .transport import ERROR_BODY_BYTES, Connection, Endpoint, Pool, Sink, request_bytes
 
 EXCERPT_CHARS = 600
+ARRIVALS = ("poisson", "gamma", "constant")
 CHAT_PATH = "/v1/chat/completions"
 COMPLETIONS_PATH = "/v1/completions"
 
@@ -98,7 +101,7 @@ class Target:
 
     def mask(self, text: str) -> str:
         """``text`` with this target's API key replaced by ``***`` (error bodies may echo it)."""
-        return text.replace(self._mask_key, "***") if self._mask_key else text
+        return mask_secret(text, self._mask_key) if self._mask_key else text
 
 
 @dataclass
@@ -115,6 +118,13 @@ class LoadSpec(Record):
     warmup: int = 0  # first requests sent but excluded from statistics
     max_seconds: float = 60.0
     request_timeout_s: float = 60.0
+
+    def problems(self) -> list[str]:
+        """Values outside ``limits.ENGINE_LIMITS`` (``nan``, ``inf``, absurd sizes), as sentences."""
+        out = problems({k: getattr(self, k) for k in ENGINE_LIMITS}, table="ENGINE_LIMITS")
+        if self.arrival not in ARRIVALS:
+            out.append(f"arrival must be one of {', '.join(ARRIVALS)}, not {self.arrival!r}")
+        return out
 
 
 @dataclass
@@ -307,9 +317,16 @@ class _Req(Sink):
 def arrival_offsets(
     n: int, rate: float, arrival: str = "poisson", gamma_shape: float = 1.0, seed: int = 0
 ) -> list[float]:
-    """Seconds from the start at which each of ``n`` requests arrives (seeded, reproducible)."""
-    if rate <= 0 or not math.isfinite(rate):
+    """Seconds from the start at which each of ``n`` requests arrives (seeded, reproducible).
+
+    Every argument is checked first: ``random.gammavariate`` never returns for a ``nan`` shape."""
+    if not (isinstance(rate, int | float) and math.isfinite(rate) and rate > 0):
         raise ValueError(f"rate must be a positive number of requests/s, not {rate}")
+    if arrival not in ARRIVALS:
+        raise ValueError(f"arrival must be poisson, gamma or constant, not {arrival!r}")
+    require("requests", n, table="ENGINE_LIMITS")
+    if arrival == "gamma":
+        require("gamma_shape", gamma_shape, table="ENGINE_LIMITS")
     rng = random.Random(seed)
     t, out = 0.0, []
     for _ in range(n):
@@ -317,13 +334,9 @@ def arrival_offsets(
         if arrival == "constant":
             t += 1.0 / rate
         elif arrival == "gamma":
-            if gamma_shape <= 0:
-                raise ValueError("gamma_shape must be > 0")
             t += rng.gammavariate(gamma_shape, 1.0 / (rate * gamma_shape))
-        elif arrival == "poisson":
-            t += rng.expovariate(rate)
         else:
-            raise ValueError(f"arrival must be poisson, gamma or constant, not {arrival!r}")
+            t += rng.expovariate(rate)
     return out
 
 
@@ -340,7 +353,11 @@ async def run_async(
     """Send ``spec.requests`` requests; returns when all ended, the time is up, or ``stop`` says so.
 
     ``side_tasks`` (e.g. a /metrics sampler) run alongside and are given an event set at the end.
+    A spec outside ``limits.ENGINE_LIMITS`` raises ValueError before anything is sent.
     """
+    bad = spec.problems()
+    if bad:
+        raise ValueError("; ".join(bad))
     get = payloads if callable(payloads) else (lambda i: payloads[i % len(payloads)])  # type: ignore[index]
     loop = asyncio.get_running_loop()
     pool = Pool(
@@ -356,6 +373,8 @@ async def run_async(
     reason: list[str] = []
     lvl = spec.concurrency if level is None else level
     total = max(0, int(spec.requests))
+    run_end = t0 + spec.max_seconds  # also checked where a callback could not run (see transport)
+    cut_message = "cut: the stage ended (max_seconds) while this request was in flight"
 
     def end(why: str) -> None:
         if not stopping.is_set():
@@ -384,11 +403,16 @@ async def run_async(
         rec.sent_s = sent - t0
         sink = _Req(rec, fut, sent, p, target)
         inflight.add(conn)
-        handle = loop.call_later(
-            spec.request_timeout_s, conn.abort, "timeout", f"no complete reply within {spec.request_timeout_s:g} s"
-        )
+        late = f"no complete reply within {spec.request_timeout_s:g} s"
+        handle = loop.call_later(spec.request_timeout_s, conn.abort, "timeout", late)
+        # the same deadlines again, for the connection's read loops to check themselves: a reply
+        # that keeps one data_received call busy would hold the event loop past any timer
+        if sent + spec.request_timeout_s <= run_end:
+            deadline = (sent + spec.request_timeout_s, "timeout", late)
+        else:
+            deadline = (run_end, "cancelled", cut_message)
         try:
-            conn.send(target.raw(p), sink)
+            conn.send(target.raw(p), sink, deadline=deadline)
             await fut
         finally:
             handle.cancel()
@@ -406,6 +430,9 @@ async def run_async(
         async def worker() -> None:
             nonlocal nxt
             while not stopping.is_set() and nxt < total:
+                if time.perf_counter() >= run_end:
+                    end("max_seconds")
+                    break
                 i = nxt
                 nxt += 1
                 await one(i)
@@ -435,8 +462,9 @@ async def run_async(
                 except TimeoutError:
                     pass
             await slots.acquire()
-            if stopping.is_set():
+            if stopping.is_set() or time.perf_counter() >= run_end:
                 slots.release()
+                end("max_seconds")
                 break
             task = asyncio.ensure_future(held(i, off))
             tasks.append(task)

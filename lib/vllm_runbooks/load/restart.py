@@ -7,10 +7,14 @@ asked (``restart_count`` > 0), with the operator's own command (``docker restart
 wait is bounded by ``timeout_s``.
 
 A command returning is not proof that the server restarted: ``kubectl rollout restart`` returns at
-once and the old pod keeps answering. A restart counts as done only when, after the command,
-``/health`` was seen failing, or the server's identity changed (``/version``, or the process start
-time from ``/metrics``' ``process_start_time_seconds``); else the attempt fails as "restart not
-observed".
+once and the old pod keeps answering, and behind a load balancer two replicas answer in turn, so
+the process start time (``/metrics``' ``process_start_time_seconds``) flips on every read. A
+restart is proven only when, after the command, ``/health`` was seen failing and then answering,
+or the server's identity (``/version`` and the process start time) changed to a value not seen
+before the command AND stayed that value over ``IDENTITY_READS`` consecutive reads, no sooner than
+``MIN_RESTART_S`` after the command (no process loads a model that fast; another replica answers at
+once). An identity that already varied over the reads before the command proves nothing. Anything
+else is "not proven" — never counted as healthy — and the identities read are kept in the attempt.
 """
 
 from __future__ import annotations
@@ -19,18 +23,29 @@ import json
 import shlex
 import subprocess
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..records import Record
 from ..redact import redact_text
 
+#: consecutive reads a new identity must hold (a load balancer alternates between replicas)
+IDENTITY_READS = 3
+#: a new identity sooner than this after the command is not a restart (a replica answering)
+MIN_RESTART_S = 1.0
+#: distinct identities kept per attempt, before and after the command
+MAX_IDENTITIES = 10
+
 
 @dataclass
 class RestartAttempt(Record):
-    """One restart: did the server come back, and how long until ``/health`` answered 200."""
+    """One restart: was it proven, did the server come back, and how long until ``/health`` answered.
+
+    ``ok`` only when proven and healthy again; ``status``: ``healthy``, ``not_proven`` (healthy,
+    but nothing showed a restart), ``unhealthy`` or ``failed`` (the command itself).
+    """
 
     SCHEMA = "load_restart_attempt"
     index: int
@@ -40,6 +55,19 @@ class RestartAttempt(Record):
     returncode: int | None = None
     message: str = ""
     observed: str = ""  # the evidence that a restart happened: health dropped, identity changed
+    status: str = ""
+    identities_before: list[str] = field(default_factory=list)  # distinct, in the order read
+    identities_after: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Observation:
+    """What the wait after a restart command saw: proven or not, why, the identities read."""
+
+    ok: bool
+    text: str
+    status: str  # healthy | not_proven | unhealthy
+    seen: list[str] = field(default_factory=list)
 
 
 def server_identity(client: Any) -> str | None:
@@ -67,35 +95,90 @@ def wait_healthy(health: Callable[[], bool], deadline: float, interval_s: float 
     return health()
 
 
+def _distinct(values: Sequence[str | None]) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        if v is not None and v not in out and len(out) < MAX_IDENTITIES:
+            out.append(v)
+    return out
+
+
 def wait_restarted(
     health: Callable[[], bool],
     identity: Callable[[], str | None],
-    before: str | None,
+    before: str | None | Sequence[str | None],
     deadline: float,
     interval_s: float = 0.5,
-) -> tuple[bool, str]:
-    """Poll until the server is healthy AND a restart was seen (health dropped, or the identity
-    differs from ``before``), or ``deadline`` passes; returns (ok, what was observed or why not)."""
-    dropped = False
-    healthy = False
+    *,
+    started: float | None = None,
+    reads: int = IDENTITY_READS,
+    min_restart_s: float = MIN_RESTART_S,
+) -> Observation:
+    """Poll until the server is healthy AND a restart is proven (see the module's docstring), or
+    ``deadline`` (``time.monotonic``) passes. ``before``: the identities read before the command;
+    ``started``: when the command began (``time.monotonic``), for the plausibility bound."""
+    baseline = [before] if before is None or isinstance(before, str) else list(before)
+    known = set(_distinct(baseline))
+    stable = len(known) == 1  # one identity before the command: a change of it can mean something
+    t0 = time.monotonic() if started is None else started
+    seen: list[str | None] = []
+    dropped = healthy = False
+    streak_value: str | None = None
+    streak, streak_at = 0, 0.0
     while True:
         healthy = health()
         if not healthy:
-            dropped = True
+            dropped, streak = True, 0
         elif dropped:
-            return True, "health dropped, then came back"
-        elif before is not None:
+            return Observation(True, "health dropped, then came back", "healthy", _distinct(seen))
+        else:
             now = identity()
-            if now is not None and now != before:
-                return True, f"server identity changed ({before} → {now})"
+            seen.append(now)
+            if now is None or now in known:
+                streak = 0
+            elif now == streak_value and streak:
+                streak += 1
+            else:
+                streak_value, streak, streak_at = now, 1, time.monotonic()
+            if stable and streak >= reads:
+                before_txt = next(iter(known))
+                after_s = streak_at - t0
+                if after_s < min_restart_s:
+                    return Observation(
+                        False,
+                        f"restart not proven: the identity changed ({before_txt} → {streak_value}) "
+                        f"{after_s:.2f} s after the command, faster than a restart can be "
+                        f"(under {min_restart_s:g} s: another replica answering?)",
+                        "not_proven",
+                        _distinct(seen),
+                    )
+                return Observation(
+                    True,
+                    f"server identity changed ({before_txt} → {streak_value}) {after_s:.1f} s after the "
+                    f"command and held over {reads} reads",
+                    "healthy",
+                    _distinct(seen),
+                )
         left = deadline - time.monotonic()
         if left <= 0:
             break
         time.sleep(min(interval_s, left))  # polling interval, not a sync
     if not healthy:
-        return False, "not healthy again"
-    how = "process start time and /version unchanged" if before else "no /version or process start time to compare"
-    return False, f"restart not observed: /health never failed and {how}"
+        return Observation(False, "not healthy again", "unhealthy", _distinct(seen))
+    if not known:
+        how = "there is no /version or process start time to compare"
+    elif not stable:
+        how = (
+            f"the identity already took {len(known)} values over {len(baseline)} reads before the command "
+            "(replicas behind a load balancer?), so a change of it proves nothing"
+        )
+    elif any(v is not None and v not in known for v in seen):
+        how = f"a new identity never held over {reads} consecutive reads"
+    else:
+        how = "the process start time and /version are unchanged"
+    return Observation(
+        False, f"restart not observed (not proven): /health never failed and {how}", "not_proven", _distinct(seen)
+    )
 
 
 def restart_with_command(
@@ -114,28 +197,45 @@ def restart_with_command(
     if not argv:
         return RestartAttempt(index, False, message="restart command is empty")
     ident = identity or (lambda: None)
-    before = ident()
+    before = [ident() for _ in range(IDENTITY_READS)]  # more than one value: a balancer, not a server
+    ids_before = _distinct(before)
     t0 = time.monotonic()
     deadline = t0 + timeout_s
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, errors="replace")
     except subprocess.TimeoutExpired:
-        return RestartAttempt(index, False, command_s=round(time.monotonic() - t0, 2), message="command timed out")
+        took = round(time.monotonic() - t0, 2)
+        return RestartAttempt(
+            index, False, command_s=took, message="command timed out", status="failed", identities_before=ids_before
+        )
     except OSError as exc:
-        return RestartAttempt(index, False, message=f"cannot run restart command: {exc}")
+        return RestartAttempt(
+            index, False, message=f"cannot run restart command: {exc}", status="failed", identities_before=ids_before
+        )
     command_s = round(time.monotonic() - t0, 2)
     if proc.returncode != 0:
         tail = redact_text((proc.stderr or proc.stdout or "")[-400:])
-        return RestartAttempt(index, False, command_s=command_s, returncode=proc.returncode, message=tail)
-    ok, seen = wait_restarted(health, ident, before, deadline)
+        return RestartAttempt(
+            index,
+            False,
+            command_s=command_s,
+            returncode=proc.returncode,
+            message=tail,
+            status="failed",
+            identities_before=ids_before,
+        )
+    seen = wait_restarted(health, ident, before, deadline, started=t0)
     return RestartAttempt(
         index,
-        ok,
-        seconds_to_healthy=round(time.monotonic() - t0, 2) if ok else None,
+        seen.ok,
+        seconds_to_healthy=round(time.monotonic() - t0, 2) if seen.ok else None,
         command_s=command_s,
         returncode=0,
-        message="" if ok else f"{seen} within {timeout_s:g} s of the restart command",
-        observed=seen if ok else "",
+        message="" if seen.ok else f"{seen.text} within {timeout_s:g} s of the restart command",
+        observed=seen.text if seen.ok else "",
+        status=seen.status,
+        identities_before=ids_before,
+        identities_after=seen.seen,
     )
 
 
@@ -166,11 +266,20 @@ def restart_embedded(name: str, index: int, timeout_s: float, root: str | Path |
         f = handle.failure
         return RestartAttempt(index, False, command_s=took, message=f"start failed: {f.kind if f else '?'}")
     return RestartAttempt(
-        index, True, seconds_to_healthy=took, command_s=took, returncode=0, observed="stopped, then started again"
+        index,
+        True,
+        seconds_to_healthy=took,
+        command_s=took,
+        returncode=0,
+        observed="stopped, then started again",
+        status="healthy",
     )
 
 
 __all__ = [
+    "IDENTITY_READS",
+    "MIN_RESTART_S",
+    "Observation",
     "RestartAttempt",
     "restart_embedded",
     "restart_with_command",

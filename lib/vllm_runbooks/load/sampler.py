@@ -170,7 +170,7 @@ async def _scrape(pool: Pool, request: bytes, loop: asyncio.AbstractEventLoop, t
     fut = loop.create_future()
     handle = loop.call_later(timeout_s, conn.abort, "timeout", "metrics scrape timed out")
     try:
-        conn.send(request, _Body(fut), body_cap=32 * 2**20)
+        conn.send(request, _Body(fut), body_cap=32 * 2**20, deadline=time.perf_counter() + timeout_s)
         return await fut
     finally:
         handle.cancel()

@@ -18,6 +18,7 @@ from ..client import EndpointClient
 from ..metrics import diff
 from ..records import Record, utc_now
 from .engine import Target
+from .limits import LIMITS, problem
 from .registry import Budget, StageContext, ramp_levels, registered_stages
 from .result import LoadCheckResult, StageOutcome, StageStatus
 
@@ -30,43 +31,6 @@ STAGE_COUNTERS = (
     "vllm:prefix_cache_hits",
     "vllm:request_success",
 )
-
-
-#: every numeric load setting's allowed range (low, high), inclusive. The ceilings keep a run that a
-#: parameter typo would make unbounded (10 million requests, a week of ramp, 100 restarts) from
-#: starting at all: a run needing more is a benchmark, not a readiness check.
-LIMITS: dict[str, tuple[float, float]] = {
-    "max_requests": (1, 100_000),
-    "max_seconds": (1, 6 * 3600),
-    "stage_seconds": (1, 3600),
-    "request_timeout_s": (0.1, 3600),
-    "max_concurrency": (1, 1024),
-    "ramp_factor": (1.25, 16),
-    "level_requests": (1, 10_000),
-    "level_seconds": (1, 3600),
-    "level_warmup_requests": (0, 1000),
-    "min_requests_for_stop": (1, 10_000),
-    "max_tokens": (1, 32_768),
-    "input_words": (1, 100_000),
-    "long_context_tokens": (16, 4_000_000),
-    "context_margin_tokens": (0, 1_000_000),
-    "same_prefix_tokens": (1, 1_000_000),
-    "same_prefix_requests": (1, 1000),
-    "image_tools_requests": (0, 1000),
-    "metrics_interval_s": (0, 3600),
-    "saturation_window": (2, 100),
-    "saturation_slope": (0, 100),
-    "saturation_max_efficiency": (0, 1),
-    "kv_stop_fraction": (0, 1),
-    "min_knee_concurrency": (1, 1024),
-    "max_error_rate": (0, 1),
-    "slo_ttft_ms": (1, 3_600_000),
-    "slo_tpot_ms": (0.01, 3_600_000),
-    "allreduce_timeout_s": (1, 3600),
-    "restart_count": (0, 20),
-    "max_restarts": (0, 20),
-    "restart_timeout_s": (1, 3600),
-}
 
 
 @dataclass
@@ -127,14 +91,10 @@ class Config(Record):
     def problems(self) -> list[str]:
         """Settings that make the run meaningless or unbounded, as sentences."""
         out = []
-        for name, (low, high) in LIMITS.items():
-            value = getattr(self, name)
-            if value is None and name in ("long_context_tokens", "slo_tpot_ms"):
-                continue  # optional: off
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                out.append(f"{name} must be a number within {low:g}..{high:g}, not {value!r}")
-            elif not low <= value <= high:  # NaN fails this too
-                out.append(f"{name}={value!r} is outside its limits {low:g}..{high:g} (load.stage.LIMITS)")
+        for name in LIMITS:  # the one table of bounds (load.limits), shared with `vllm-runbooks load`
+            p = problem(name, getattr(self, name))
+            if p:
+                out.append(p)
         if 0 < (self.metrics_interval_s or 0) < 0.05:
             out.append(f"metrics_interval_s={self.metrics_interval_s!r} is below 0.05 s (0 turns sampling off)")
         if self.restart_count and self.restart_command and self.restart_target:

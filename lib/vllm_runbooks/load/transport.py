@@ -8,13 +8,19 @@ are cut out of the buffer in place, and each event is handed to the request's si
 ``time.perf_counter()`` of the read that completed it — the closest a Python client gets to the
 wire time. ``benchmarks/bench_load_engine.py`` measures the choice against the alternatives.
 
-Bounded: headers are capped at 64 KiB, a reply at ``max_bytes``, and the caller puts a deadline
-on every request (``Connection.abort``); a server that never answers cannot hold a worker.
+Bounded: headers are capped at 64 KiB, a reply at ``max_bytes``, one SSE event at
+``MAX_EVENT_BYTES``, and the caller puts a deadline on every request twice: a timer
+(``Connection.abort``) for a server that never answers, and ``send(deadline=…)``, which the read
+loops check themselves — a hostile reply that keeps one ``data_received`` call busy holds the event
+loop, and no timer runs until it returns. Every loop moves forward (a chunk size is 1-16 hex
+digits within the cap) and searches only bytes it has not searched before, so a reply costs time
+linear in its size.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import ssl
 import time
 from collections.abc import Callable
@@ -23,8 +29,22 @@ from urllib.parse import urlsplit
 
 MAX_HEADER_BYTES = 64 * 1024
 ERROR_BODY_BYTES = 64 * 1024
+#: one SSE event (a vLLM chunk is under 1 KiB; a whole tool call is a few KiB): over this, the reply fails
+MAX_EVENT_BYTES = 2**20
+#: a chunk-size line with its extensions; a longer one is not HTTP
+MAX_CHUNK_LINE = 1024
+_HEX_DIGITS = b"0123456789abcdefABCDEF"
 
 _HEAD, _BODY_CHUNKED, _BODY_LENGTH, _BODY_EOF, _IDLE = range(5)
+
+
+class _Abort(Exception):
+    """Raised inside the framing to end the request at once: (kind, message) for ``Sink.on_fail``."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
 
 
 class Sink:
@@ -109,6 +129,10 @@ class Connection(asyncio.Protocol):
         self._received = 0
         self._keep_alive = True
         self._body_cap = max_bytes
+        self._head_scan = 0  # where the search for the end of the headers resumes
+        self._cr = False  # the last SSE byte was a CR (its LF may open the next chunk)
+        self._deadline = math.inf  # perf_counter time the read loops check themselves
+        self._late: tuple[str, str] = ("timeout", "deadline passed")
 
     # -- asyncio.Protocol ----------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -125,7 +149,11 @@ class Connection(asyncio.Protocol):
             return
         self._buf += data
         try:
+            if now > self._deadline:
+                raise _Abort(*self._late)
             self._advance(now)
+        except _Abort as exc:
+            self._fail(time.perf_counter(), exc.kind, exc.message)
         except (ValueError, IndexError) as exc:
             self._fail(now, "protocol", f"broken HTTP framing: {exc}")
 
@@ -136,10 +164,13 @@ class Connection(asyncio.Protocol):
             return
         now = time.perf_counter()
         if self._state == _BODY_EOF:
-            if self._buf:
-                self._body(bytes(self._buf), now)
-                self._buf.clear()
-            self._finish(now)
+            try:
+                if self._buf:
+                    self._body(bytes(self._buf), now)
+                    self._buf.clear()
+                self._finish(now)
+            except _Abort as exc:
+                self._fail(now, exc.kind, exc.message)
             return
         self.sink = None
         detail = f": {exc}" if exc else ""
@@ -147,14 +178,34 @@ class Connection(asyncio.Protocol):
         sink.on_fail(now, "connection", f"connection closed by the server {where}{detail}")
 
     # -- use --------------------------------------------------------------------------------------
-    def send(self, raw: bytes, sink: Sink, body_cap: int | None = None) -> None:
-        """Write one request; the reply is delivered to ``sink``."""
+    def send(
+        self,
+        raw: bytes,
+        sink: Sink,
+        body_cap: int | None = None,
+        *,
+        deadline: float | tuple[float, str, str] | None = None,
+    ) -> None:
+        """Write one request; the reply is delivered to ``sink``.
+
+        ``deadline``: a ``time.perf_counter()`` time, or (time, kind, message) for ``on_fail``
+        (default kind ``timeout``); checked inside every read loop, so it holds even while one
+        hostile read keeps the event loop from running the caller's timer.
+        """
         self.sink = sink
         self._state = _HEAD
         self._buf.clear()
         self._events.clear()
         self._received = 0
+        self._head_scan = 0
+        self._cr = False
         self._body_cap = body_cap or self.max_bytes
+        if deadline is None:
+            self._deadline, self._late = math.inf, ("timeout", "deadline passed")
+        elif isinstance(deadline, tuple):
+            self._deadline, self._late = deadline[0], (deadline[1], deadline[2])
+        else:
+            self._deadline, self._late = deadline, ("timeout", "no complete reply before the deadline")
         assert self.transport is not None
         self.transport.write(raw)
 
@@ -174,10 +225,11 @@ class Connection(asyncio.Protocol):
     def _advance(self, now: float) -> None:
         buf = self._buf
         if self._state == _HEAD:
-            end = buf.find(b"\r\n\r\n")
+            end = buf.find(b"\r\n\r\n", self._head_scan)
             if end < 0:
                 if len(buf) > MAX_HEADER_BYTES:
                     raise ValueError("headers exceed 64 KiB")
+                self._head_scan = max(0, len(buf) - 3)
                 return
             head = bytes(buf[:end]).decode("latin-1").split("\r\n")
             del buf[: end + 4]
@@ -212,31 +264,7 @@ class Connection(asyncio.Protocol):
                 self._finish(now)
                 return
         if self._state == _BODY_CHUNKED:
-            pos = 0
-            n = len(buf)
-            while pos < n:
-                eol = buf.find(b"\r\n", pos)
-                if eol < 0:
-                    break
-                line = buf[pos:eol]
-                size = int(line.split(b";", 1)[0] if b";" in line else line, 16)
-                if size == 0:
-                    # last chunk; trailers (rare) end with an empty line
-                    rest = buf.find(b"\r\n\r\n", eol) if buf[eol + 2 : eol + 4] != b"\r\n" else eol
-                    if rest < 0:
-                        break
-                    del buf[: rest + 4]
-                    self._finish(now)
-                    return
-                start = eol + 2
-                if start + size + 2 > n:
-                    break
-                self._body(bytes(buf[start : start + size]), now)
-                if self.sink is None:  # failed inside the sink
-                    return
-                pos = start + size + 2
-            if pos:
-                del buf[:pos]
+            self._chunks(buf, now)
         elif self._state == _BODY_LENGTH:
             take = min(len(buf), self._length)
             if take:
@@ -249,6 +277,54 @@ class Connection(asyncio.Protocol):
             self._body(bytes(buf), now)
             buf.clear()
 
+    def _chunks(self, buf: bytearray, now: float) -> None:
+        """Cut the complete chunks out of ``buf``; their data goes to ``_body`` once per read.
+
+        A size that is not 1-16 hex digits, or is over the reply cap, is a protocol error: ``-6``
+        once moved the cursor backwards, a loop that never ended and never yielded.
+        """
+        pos, n, count, last = 0, len(buf), 0, False
+        pieces: list[bytearray] = []
+        clock, deadline, cap = time.perf_counter, self._deadline, self._body_cap
+        while pos < n:  # an error ends the request and drops the connection: no cleanup on raise
+            count += 1
+            if not count & 63 and clock() > deadline:
+                raise _Abort(*self._late)
+            eol = buf.find(b"\r\n", pos, pos + MAX_CHUNK_LINE + 2)
+            if eol < 0:
+                if n - pos > MAX_CHUNK_LINE:
+                    raise ValueError(f"chunk size line over {MAX_CHUNK_LINE} bytes")
+                break  # the line is not complete yet
+            line = buf[pos:eol]
+            if line.lstrip(_HEX_DIGITS) or not 0 < len(line) <= 16:  # not only hex digits: int() takes -6
+                line = _chunk_size_token(line)
+            size = int(line, 16)
+            if size > cap:
+                raise ValueError(f"chunk size {size} over the {cap} byte cap")
+            start = eol + 2
+            if size == 0:
+                # last chunk; trailers (rare) end with an empty line
+                rest = eol if buf.startswith(b"\r\n", start) else buf.find(b"\r\n\r\n", eol)
+                if rest < 0:
+                    if n - start > MAX_HEADER_BYTES:
+                        raise ValueError("trailers exceed 64 KiB")
+                    break
+                pos, last = rest + 4, True
+                break
+            stop = start + size
+            if stop + 2 > n:
+                break
+            if buf[stop] != 13 or buf[stop + 1] != 10:
+                raise ValueError("chunk data not followed by CRLF")
+            pieces.append(buf[start:stop])
+            pos = stop + 2
+        if pos:
+            del buf[:pos]
+        if pieces:  # one call per read, whatever the number of chunks in it
+            self._body(bytes(pieces[0]) if len(pieces) == 1 else b"".join(pieces), now)
+        if last and self.sink is not None:
+            self._finish(now)
+
     def _body(self, data: bytes, now: float) -> None:
         sink = self.sink
         if sink is None:
@@ -256,20 +332,27 @@ class Connection(asyncio.Protocol):
         if not self._sse:
             sink.on_body(data)
             return
+        if self._cr or 13 in data:  # CR and CRLF end lines too (a CRLF may straddle two chunks); 13: CR
+            if self._cr and data[:1] == b"\n":
+                data = data[1:]
+            self._cr = data[-1:] == b"\r"
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         ev = self._events
         if not ev and data.startswith(b"data: ") and data.find(b"\n") == len(data) - 2 and data.endswith(b"\n\n"):
             sink.on_event(now, data[6:-2])  # the usual case: one whole event in one chunk
             return
+        scan = max(0, len(ev) - 1)  # the bytes before were searched already: only the new ones are
         ev += data
-        if b"\r" in data:
-            ev[:] = ev.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         start = 0
+        clock, deadline = time.perf_counter, self._deadline
         while True:
-            end = ev.find(b"\n\n", start)
+            end = ev.find(b"\n\n", scan)
             if end < 0:
                 break
+            if end - start > MAX_EVENT_BYTES:
+                raise _Abort("too_large", f"one SSE event exceeds the {MAX_EVENT_BYTES} byte cap")
             block = bytes(ev[start:end])
-            start = end + 2
+            start = scan = end + 2
             if block.startswith(b"data: ") and b"\n" not in block:
                 sink.on_event(now, block[6:])
             else:
@@ -278,8 +361,12 @@ class Connection(asyncio.Protocol):
                     sink.on_event(now, payload)
             if self.sink is None:
                 return
+            if clock() > deadline:
+                raise _Abort(*self._late)
         if start:
             del ev[:start]
+        if len(ev) > MAX_EVENT_BYTES:
+            raise _Abort("too_large", f"one SSE event exceeds the {MAX_EVENT_BYTES} byte cap")
 
     def _finish(self, now: float) -> None:
         sink, self.sink = self.sink, None
@@ -306,6 +393,14 @@ class Connection(asyncio.Protocol):
         self._state = _IDLE
         if self.transport is not None:
             self.transport.close()
+
+
+def _chunk_size_token(line: bytearray) -> bytearray:
+    """The size of a chunk-size line with extensions or blanks (``1a ; name=value``), checked."""
+    token = line.split(b";", 1)[0].strip(b" \t")
+    if not 0 < len(token) <= 16 or token.lstrip(_HEX_DIGITS):
+        raise ValueError(f"malformed chunk size {bytes(line[:40])!r}")
+    return token
 
 
 def _event_data(block: bytes) -> bytes | None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..prefix_cache.experiment import DEFAULT_TOOLS, build_spec, filler_text
 from .engine import Payload
+from .limits import require
 
 #: words per token for the generated filler when the server cannot tokenize (its default).
 WORDS_PER_TOKEN = 1 / 1.3
@@ -67,7 +68,12 @@ def short_prompts(
     ignore_eos: bool = True,
     count: int = 64,
 ) -> list[Payload]:
-    """``count`` distinct prompts of ``input_words`` words; the engine cycles through them."""
+    """``count`` distinct prompts of ``input_words`` words; the engine cycles through them.
+
+    Sizes outside ``limits.LIMITS`` raise ValueError first: 10**8 words took a minute and 900 MB."""
+    require("input_words", input_words)
+    require("max_tokens", max_tokens)
+    require("requests", count, table="ENGINE_LIMITS")
     nonce = nonce or secrets.token_hex(4)
     out = []
     for i in range(max(1, count)):

@@ -88,6 +88,10 @@ def load_restarts(run: RunView) -> tuple[bool | None, str]:
     restarts = details.get("restarts") if isinstance(details, dict) else None
     if not restarts or not isinstance(restarts, list):
         return None, "runbook 05 ran without restarts (give restart_count with restart_command or restart_target)"
+    not_proven = [r for r in restarts if isinstance(r, dict) and r.get("status") == "not_proven"]
+    if not_proven:  # the command ran, but no restart was seen to happen (a balancer's replicas, say)
+        why = str(not_proven[0].get("message") or "no lasting new server identity and no health drop")
+        return None, f"runbook 05: {len(not_proven)} of {len(restarts)} restarts not proven ({why})"
     bad = [r for r in restarts if not (isinstance(r, dict) and r.get("ok"))]
     if bad:
         return False, f"runbook 05: {len(bad)} of {len(restarts)} restarts did not come back healthy"
