@@ -15,7 +15,15 @@ from typing import Any
 from ..execution.runjson import sha256_file
 from ..records import Record
 from ..resources import default_runs_dir
-from .runjson import RUN_JSON, is_run_bookkeeping, read_run_json, run_json_edited, running_state, signature_status
+from .runjson import (
+    APPROVALS_DIR,
+    RUN_JSON,
+    is_run_bookkeeping,
+    read_run_json,
+    run_json_edited,
+    running_state,
+    signature_status,
+)
 
 
 @dataclasses.dataclass
@@ -103,6 +111,14 @@ def _verify(path: Path, data: dict[str, Any]) -> list[str]:
         rel = p.relative_to(path)
         if (p.is_file() or p.is_symlink()) and not is_run_bookkeeping(rel) and str(rel) not in listed:
             found.append(f"{rel} (not in the manifest)")
+    if (path / APPROVALS_DIR).is_dir():
+        from ..record.approvals import check_approvals  # the record package reads this layer, not the reverse
+
+        found += [
+            f"{c.file} (approval by {c.approver}: {c.status}: {c.why})"
+            for c in check_approvals(path)
+            if c.status in ("stale", "forged", "unreadable")
+        ]
     return found
 
 

@@ -22,6 +22,7 @@ import yaml
 
 from ..records import utc_now
 from .adopted import adopted_path, recommends_change, remediation_of
+from .approvals import check_approvals, default_requester
 from .baseline import baseline_items
 from .checklist import checklist_items
 from .cite import Cite
@@ -108,4 +109,7 @@ def build_record(
         rollback_store=opts.rollback_store,
         artefacts=dict(sorted(cited.items())),
         machine_signature=signature,
+        requester=opts.requester or default_requester(),
+        approval_policy={"approvals_required": opts.approvals_required, "roles": list(opts.approver_roles)},
+        prior_approvals=[c.to_dict() for c in check_approvals(out_dir)],
     )

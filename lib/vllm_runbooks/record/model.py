@@ -135,8 +135,13 @@ class ChangeRecord(ResultMixin, Record):
     baseline_run: str | None = None
     baseline_dir: str | None = None
     rollback_store: str | None = None
-    approver: dict[str, str] = field(default_factory=lambda: {"name": "", "date": "", "decision": ""})
     artefacts: dict[str, str] = field(default_factory=dict)
+    #: Who asked for the change (parameter ``requester``, default the OS user): never its approver.
+    requester: str = ""
+    #: When the record counts as approved (``record.approvals.policy_status``).
+    approval_policy: dict[str, Any] = field(default_factory=dict)
+    #: Approvals found beside an earlier version of this record (they do not carry over), checked.
+    prior_approvals: list[dict[str, Any]] = field(default_factory=list)
     #: How far this machine vouches for the run's run.json (execution/signing.py): status, key id,
     #: what that proves and what it does not. "ready" needs status "verified".
     machine_signature: dict[str, str] = field(default_factory=dict)

@@ -21,3 +21,6 @@ class RecordOptions:
     rollback_store: str | None = None
     watch_hours: int = 24
     thresholds: Thresholds = field(default_factory=Thresholds)
+    requester: str | None = None  # None = the OS user running runbook 06
+    approvals_required: int = 1
+    approver_roles: list[str] = field(default_factory=list)

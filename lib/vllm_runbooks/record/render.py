@@ -101,6 +101,40 @@ def _table_cell(value: Any) -> str:
     return re.sub(r"(?<!\\)\|", r"\\|", value) if isinstance(value, Md) else md_text(value)
 
 
+APPROVE_COMMAND = "vllm-runbooks approve RUN_DIR --as NAME --decision approve|reject|conditions --key ~/.ssh/id_ed25519"
+
+
+def _approval_lines(record: ChangeRecord) -> list[str]:
+    """Who asked, what the policy needs, how to approve; approvals of earlier versions, checked."""
+    policy = record.approval_policy or {}
+    roles = ", ".join(str(r) for r in policy.get("roles") or []) or "none named"
+    lines = [
+        "## Approval",
+        "",
+        f"**Requested by:** {md_text(record.requester or 'unknown')} (the requester cannot approve) · "
+        f"**policy:** {md_text(policy.get('approvals_required', 1))} approval(s), roles: {md_text(roles)}; "
+        "a reject wins.",
+        "",
+        "Approve this version with "
+        + md_code(APPROVE_COMMAND)
+        + ": each approval is a new file under "
+        + md_code("approvals/")
+        + ", bound to the sha256 of this record, of the run's manifest and of every artefact cited below, "
+        "and signed with the approver's SSH key; "
+        + md_code("vllm-runbooks approvals RUN_DIR")
+        + " shows them and whether the record counts as approved.",
+        "",
+    ]
+    if record.prior_approvals:
+        lines += ["Approvals found beside an earlier version of this record (they do not carry over):", ""]
+        lines += _table(
+            ["approver", "decision", "role", "at", "status now", "why"],
+            [[a.get("approver"), a.get("decision"), a.get("role"), a.get("at"), a.get("status"), a.get("why")]
+             for a in record.prior_approvals],  # fmt: skip
+        )
+    return lines
+
+
 def _signature_lines(record: ChangeRecord) -> list[str]:
     """What the run's machine signature proves and does not, right under the verdict."""
     sig = record.machine_signature or {"status": "unknown", "why": "not checked (a record from an older version)"}
@@ -215,13 +249,7 @@ def to_markdown(record: ChangeRecord) -> str:
             ],
         )
 
-    lines += ["## Approval", ""]
-    lines += [
-        "| name | date | decision (approve / reject / approve with conditions) |",
-        "|---|---|---|",
-        "| &nbsp; | &nbsp; | &nbsp; |",
-        "",
-    ]
+    lines += _approval_lines(record)
     lines += ["## Artefacts cited (sha256)", ""]
     lines += _table(
         ["artefact", "sha256"], [[md_link(k, k), md_code(v)] for k, v in record.artefacts.items()]

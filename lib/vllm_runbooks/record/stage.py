@@ -6,7 +6,7 @@ a call and a name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,9 @@ class Config(Record):
     watch_hours: int = 24
     latency_regression_pct: float = 20.0
     tool_accuracy_drop: float = 0.02
+    requester: str | None = None
+    approvals_required: int = 1
+    approver_roles: list[str] = field(default_factory=list)
 
     def options(self) -> RecordOptions:
         return RecordOptions(
@@ -41,6 +44,9 @@ class Config(Record):
             rollback_store=self.rollback_store,
             watch_hours=self.watch_hours,
             thresholds=Thresholds(self.latency_regression_pct, self.tool_accuracy_drop),
+            requester=self.requester,
+            approvals_required=max(1, int(self.approvals_required)),
+            approver_roles=[str(r) for r in self.approver_roles],
         )
 
 
