@@ -77,8 +77,16 @@ class HostileServer:
         if path == "/version":
             self._json(h, 200, {"version": FORGED + HOSTILE})
         elif path == "/v1/models":
-            self._json(h, 200, {"object": "list", "data": [{"id": MODEL, "object": "model", "max_model_len": 4096,
-                                                             "owned_by": HOSTILE, "root": HOSTILE}]})
+            self._json(
+                h,
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": MODEL, "object": "model", "max_model_len": 4096, "owned_by": HOSTILE, "root": HOSTILE}
+                    ],
+                },
+            )
         elif path in ("/health", "/ping"):
             self._send(h, 200, b"", "text/plain")
         elif path == "/metrics":
@@ -105,28 +113,58 @@ class HostileServer:
         if h.path.startswith("/tokenize"):
             self._json(h, 200, {"tokens": list(range(12)), "count": 12, "max_model_len": 4096})
             return
-        usage = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15,
-                 "prompt_tokens_details": {"cached_tokens": 0}}
-        message = {"role": "assistant", "content": HOSTILE,
-                   "tool_calls": [{"id": HOSTILE, "type": "function",
-                                   "function": {"name": HOSTILE, "arguments": json.dumps({"x": HOSTILE})}}]}
+        usage = {
+            "prompt_tokens": 12,
+            "completion_tokens": 3,
+            "total_tokens": 15,
+            "prompt_tokens_details": {"cached_tokens": 0},
+        }
+        message = {
+            "role": "assistant",
+            "content": HOSTILE,
+            "tool_calls": [
+                {
+                    "id": HOSTILE,
+                    "type": "function",
+                    "function": {"name": HOSTILE, "arguments": json.dumps({"x": HOSTILE})},
+                }
+            ],
+        }
         if request.get("stream"):
             h.send_response(200)
             h.send_header("Content-Type", "text/event-stream")
             h.send_header("Connection", "close")
             h.end_headers()
-            chunk = {"id": HOSTILE, "object": "chat.completion.chunk", "model": MODEL,
-                     "choices": [{"index": 0, "delta": {"content": HOSTILE}, "text": HOSTILE, "finish_reason": None}]}
-            final = {"id": HOSTILE, "object": "chat.completion.chunk", "model": MODEL,
-                     "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": usage}
+            chunk = {
+                "id": HOSTILE,
+                "object": "chat.completion.chunk",
+                "model": MODEL,
+                "choices": [{"index": 0, "delta": {"content": HOSTILE}, "text": HOSTILE, "finish_reason": None}],
+            }
+            final = {
+                "id": HOSTILE,
+                "object": "chat.completion.chunk",
+                "model": MODEL,
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                "usage": usage,
+            }
             for event in (chunk, chunk, final):
                 h.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
             h.wfile.write(b"data: [DONE]\n\n")
             h.wfile.flush()
             h.close_connection = True
             return
-        self._json(h, 200, {"id": HOSTILE, "object": "chat.completion", "model": MODEL, "usage": usage,
-                            "choices": [{"index": 0, "message": message, "text": HOSTILE, "finish_reason": "stop"}]})
+        self._json(
+            h,
+            200,
+            {
+                "id": HOSTILE,
+                "object": "chat.completion",
+                "model": MODEL,
+                "usage": usage,
+                "choices": [{"index": 0, "message": message, "text": HOSTILE, "finish_reason": "stop"}],
+            },
+        )
 
     @staticmethod
     def _json(h: BaseHTTPRequestHandler, status: int, data: Any) -> None:

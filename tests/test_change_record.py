@@ -172,9 +172,16 @@ def _forge_everywhere(record: Any) -> Any:
 
     record.reevaluate_on = FORGED
     record.run_dir = FORGED
-    record.adopted_path = {"title": FORGED, "path": FORGED, "note": FORGED, "from_run": FORGED,
-                           "chosen_by_hand": True, "recommended": FORGED, "recommended_title": FORGED,
-                           "evidence": [c.to_dict() for c in cite]}
+    record.adopted_path = {
+        "title": FORGED,
+        "path": FORGED,
+        "note": FORGED,
+        "from_run": FORGED,
+        "chosen_by_hand": True,
+        "recommended": FORGED,
+        "recommended_title": FORGED,
+        "evidence": [c.to_dict() for c in cite],
+    }
     for item in record.checklist:
         item.text, item.reason, item.evidence = FORGED, FORGED, cite
     record.artefacts = {v[:60]: v for v in HOSTILE_VALUES}
@@ -206,7 +213,7 @@ def test_server_text_cannot_forge_lines_links_or_cells_in_the_record(tmp_path: P
         width = text.splitlines()[text.splitlines().index(row)]
         assert len(cells) in (2, 3, 6, 7), width  # no value added a cell
     html_page = to_html(text, "t")
-    assert not re.search(r"<(img|script)\b", html_page) and "href=\"https://evil" not in html_page
+    assert not re.search(r"<(img|script)\b", html_page) and 'href="https://evil' not in html_page
     assert "<h2>Change checklist (ticked from evidence only)</h2>" in page and "<table>" in page
 
 

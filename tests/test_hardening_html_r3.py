@@ -38,8 +38,14 @@ NOT_BUILT_FROM_FIELDS: dict[str, str] = {
 FIELD_VALUES: dict[tuple[str, str], Any] = {
     ("GpuMemory", "gpus"): [{"index": 0, "name": HOSTILE, "used_mib": 1.0, "total_mib": 2.0}],
     ("LogsView", "files"): [
-        {"name": HOSTILE, "lines": 1, "bytes": 1, "stored_as": HOSTILE, "truncated": True,
-         "first_errors": [{"line": 1, "text": HOSTILE}]}
+        {
+            "name": HOSTILE,
+            "lines": 1,
+            "bytes": 1,
+            "stored_as": HOSTILE,
+            "truncated": True,
+            "first_errors": [{"line": 1, "text": HOSTILE}],
+        }
     ],
     ("RunbookResult", "headline"): {"verdict": HOSTILE, "figures": {HOSTILE: HOSTILE}},
     ("RunResults", "results"): lambda: {HOSTILE: build_instance(_result_class("canary_validation"))},
@@ -174,8 +180,19 @@ CLASSES = html_classes()
 def test_every_html_class_is_found() -> None:
     """The discovery itself can fail: the results of every runbook must be among the classes."""
     names = {c.__qualname__ for c in CLASSES}
-    for expected in ("RetentionResult", "ExperimentResult", "CompatResult", "DecisionInputs", "CanaryReport",
-                     "LoadCheckResult", "ChangeRecord", "FleetResult", "History", "Evidence", "LogDiagnosis"):
+    for expected in (
+        "RetentionResult",
+        "ExperimentResult",
+        "CompatResult",
+        "DecisionInputs",
+        "CanaryReport",
+        "LoadCheckResult",
+        "ChangeRecord",
+        "FleetResult",
+        "History",
+        "Evidence",
+        "LogDiagnosis",
+    ):
         assert expected in names
     assert len(CLASSES) >= 40
 
@@ -197,8 +214,17 @@ def test_hostile_strings_render_inert(cls: type) -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["javascript:alert(1)", " javascript:alert(1)", "JAVASCRIPT:alert(1)", "data:text/html,<script>",
-            "java\tscript:alert(1)", "vbscript:x", "//evil.example/x", "http:/x"],
+    "url",
+    [
+        "javascript:alert(1)",
+        " javascript:alert(1)",
+        "JAVASCRIPT:alert(1)",
+        "data:text/html,<script>",
+        "java\tscript:alert(1)",
+        "vbscript:x",
+        "//evil.example/x",
+        "http:/x",
+    ],
 )
 def test_a_source_link_is_clickable_only_for_http(url: str) -> None:
     """A fact's source can come from a user's overrides file: only http(s) becomes an href."""

@@ -28,11 +28,23 @@ def hostile_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
         params = {
             "shared": {"source": str(R575), "endpoint": server.base_url, "request_timeout_s": 5.0},
             "canary_validation": {"tool_calls": 2, "step_timeout_s": 30.0},
-            "prefix_cache_check": {"requests": 3, "shared_prompt_tokens": 64, "retention_check": True,
-                                   "max_requests": 10, "max_seconds": 30},
-            "load_check": {"max_requests": 30, "max_seconds": 30.0, "stage_seconds": 3.0, "max_concurrency": 2,
-                           "level_requests": 4, "level_seconds": 3.0, "same_prefix_requests": 2,
-                           "image_tools_requests": 1},
+            "prefix_cache_check": {
+                "requests": 3,
+                "shared_prompt_tokens": 64,
+                "retention_check": True,
+                "max_requests": 10,
+                "max_seconds": 30,
+            },
+            "load_check": {
+                "max_requests": 30,
+                "max_seconds": 30.0,
+                "stage_seconds": 3.0,
+                "max_concurrency": 2,
+                "level_requests": 4,
+                "level_seconds": 3.0,
+                "same_prefix_requests": 2,
+                "image_tools_requests": 1,
+            },
             "change_record": {"today": "2026-12-01"},
         }
         result = run_suite(params, tmp_path_factory.mktemp("hostile") / "run", cell_timeout_s=300)
@@ -44,8 +56,14 @@ def hostile_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_report_of_a_hostile_run_is_inert_in_chromium(hostile_suite: Path, browser: Any) -> None:
     pages = sorted(hostile_suite.rglob("*.html"))
     names = {p.name for p in pages}
-    for expected in ("03_canary_validation.html", "04_prefix_cache_check.html", "04_prefix_cache_check.report.html",
-                     "05_load_check.html", "02_compatibility_decision.html", "change_record.html"):
+    for expected in (
+        "03_canary_validation.html",
+        "04_prefix_cache_check.html",
+        "04_prefix_cache_check.report.html",
+        "05_load_check.html",
+        "02_compatibility_decision.html",
+        "change_record.html",
+    ):
         assert expected in names, sorted(names)
     shown_as_text = 0
     for page_file in pages:
@@ -58,9 +76,12 @@ def test_every_report_of_a_hostile_run_is_inert_in_chromium(hostile_suite: Path,
             assert dialogs == [], f"{page_file.name} ran script from the endpoint: {dialogs}"
             assert log.blocked == [], f"{page_file.name} tried to reach the network: {log.blocked}"
             # no element or handler built from the text (plotly's own script carries it as JSON data)
-            assert page.evaluate(
-                "() => document.querySelectorAll('img[onerror], svg[onload], iframe, a[href^=\"javascript\"]').length"
-            ) == 0
+            assert (
+                page.evaluate(
+                    "() => document.querySelectorAll('img[onerror], svg[onload], iframe, a[href^=\"javascript\"]').length"
+                )
+                == 0
+            )
         shown_as_text += "onerror=alert(1)" in text
     # not vacuous: the hostile text reached the reports, and they show it as the characters it was
     assert shown_as_text >= 3, shown_as_text

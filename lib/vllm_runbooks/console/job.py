@@ -26,7 +26,6 @@ TERMINATE_GRACE_S = 10.0
 PROGRESS_EVERY_S = 0.5
 
 
-
 def parameters_yaml(parameters: dict[str, Any]) -> str:
     """The step's parameters as the ``-f`` file the CLI reads: one value shared by two parameters
     is written twice, because the CLI refuses YAML anchors and aliases (alias bombs)."""
@@ -37,6 +36,7 @@ def parameters_yaml(parameters: dict[str, Any]) -> str:
             return True
 
     return yaml.dump(parameters, Dumper=_NoAliases)
+
 
 class StepJob:
     """``vllm-runbooks run NAME`` into the incident's run directory, in the background."""

@@ -57,8 +57,10 @@ def find_bundles(folders: str | Path | Iterable[str | Path]) -> tuple[list[tuple
             if entry.is_symlink() or entry.name.startswith("."):
                 looks_like_bundle = entry.is_dir() or entry.name.endswith(TAR_SUFFIXES)
                 if entry.is_symlink() or looks_like_bundle:  # .DS_Store and .gitkeep are not nodes
-                    kind = "a symbolic link (not followed: it could point anywhere)" if entry.is_symlink() else (
-                        "hidden (its name starts with a dot)"
+                    kind = (
+                        "a symbolic link (not followed: it could point anywhere)"
+                        if entry.is_symlink()
+                        else ("hidden (its name starts with a dot)")
                     )
                     name = node_name(_strip_tar(entry.name))
                     bad.append(unanswered(name, WHY_BAD_BUNDLE, f"{entry.name}: {kind}; not read", "bundle"))

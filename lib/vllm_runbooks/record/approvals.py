@@ -176,11 +176,15 @@ def approve(
     # Redacted before it is signed: the file written must be the bytes the signature covers.
     entry = Approval.from_dict(redact_obj(entry.to_dict()))
     key = key_file or os.environ.get(KEY_ENV)
-    entry.signature = _sign(entry, Path(key).expanduser()) if key else {
-        "method": "none",
-        "why": f"no SSH key given (--key or ${KEY_ENV}): unsigned, anyone who can write the run directory "
-        "could have written this entry",
-    }
+    entry.signature = (
+        _sign(entry, Path(key).expanduser())
+        if key
+        else {
+            "method": "none",
+            "why": f"no SSH key given (--key or ${KEY_ENV}): unsigned, anyone who can write the run directory "
+            "could have written this entry",
+        }
+    )
     return write_artefact(path, f"{APPROVALS_DIR}/approval.json", entry)
 
 
@@ -234,8 +238,19 @@ def _verify_signature(entry: Approval, signers: Path | None) -> tuple[str, str]:
         sig_file.write_text(str(sig.get("armored") or ""), encoding="ascii", errors="replace")
         try:
             done = subprocess.run(
-                [_ssh_keygen(), "-Y", "verify", "-f", str(signers), "-I", entry.approver, "-n", NAMESPACE,
-                 "-s", str(sig_file)],  # fmt: skip
+                [
+                    _ssh_keygen(),
+                    "-Y",
+                    "verify",
+                    "-f",
+                    str(signers),
+                    "-I",
+                    entry.approver,
+                    "-n",
+                    NAMESPACE,
+                    "-s",
+                    str(sig_file),
+                ],  # fmt: skip
                 input=entry.signed_bytes(),
                 capture_output=True,
                 timeout=SIGN_TIMEOUT_S,
@@ -333,9 +348,11 @@ def policy_status(record: dict[str, Any], checks: list[ApprovalCheck]) -> tuple[
         return "rejected", f"rejected by {who}"
     yes = [v for v in votes if v.decision in ("approve", "conditions")]
     missing_roles = [r for r in roles if not any(v.role == r for v in yes)]
-    unsigned = " (unsigned approvals: anyone who can write the run directory could have written them)" if (
-        yes and not signed
-    ) else ""
+    unsigned = (
+        " (unsigned approvals: anyone who can write the run directory could have written them)"
+        if (yes and not signed)
+        else ""
+    )
     if len(yes) >= required and not missing_roles:
         word = "approved_with_conditions" if any(v.decision == "conditions" for v in yes) else "approved"
         return word, f"{len(yes)} of {required} approval(s){unsigned}"
@@ -350,4 +367,3 @@ def default_requester() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return ""
-

@@ -129,8 +129,10 @@ def _approval_lines(record: ChangeRecord) -> list[str]:
         lines += ["Approvals found beside an earlier version of this record (they do not carry over):", ""]
         lines += _table(
             ["approver", "decision", "role", "at", "status now", "why"],
-            [[a.get("approver"), a.get("decision"), a.get("role"), a.get("at"), a.get("status"), a.get("why")]
-             for a in record.prior_approvals],  # fmt: skip
+            [
+                [a.get("approver"), a.get("decision"), a.get("role"), a.get("at"), a.get("status"), a.get("why")]
+                for a in record.prior_approvals
+            ],  # fmt: skip
         )
     return lines
 
@@ -251,9 +253,7 @@ def to_markdown(record: ChangeRecord) -> str:
 
     lines += _approval_lines(record)
     lines += ["## Artefacts cited (sha256)", ""]
-    lines += _table(
-        ["artefact", "sha256"], [[md_link(k, k), md_code(v)] for k, v in record.artefacts.items()]
-    )
+    lines += _table(["artefact", "sha256"], [[md_link(k, k), md_code(v)] for k, v in record.artefacts.items()])
     return "\n".join(lines).rstrip() + "\n"
 
 
