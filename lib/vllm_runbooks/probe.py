@@ -199,6 +199,7 @@ class Options:
     timeout_s: float = DEFAULT_TIMEOUT_S
     python: str = sys.executable or "python3"
     collect_env: bool = False  # python -m vllm.collect_env: 7-18 s; python-env.json has the versions
+    kernel_log_hours: float = 72.0  # lookback of the Xid / SXid scan (journalctl --since)
 
 
 # --- bounded primitives ---------------------------------------------------------------------
@@ -330,6 +331,16 @@ COMMANDS: dict[str, list[str]] = {
     "nvidia-ctk-version.txt": ["nvidia-ctk", "--version"],
     "nvidia-container-cli-version.txt": ["nvidia-container-cli", "--version"],
     "shm.txt": ["df", "-k", "/dev/shm"],
+    # Fabric: the service's state, its version (must equal the driver's) and IMEX where installed
+    "fabric-manager.txt": [
+        "systemctl",
+        "show",
+        "nvidia-fabricmanager",
+        "--no-pager",
+        "--property=LoadState,ActiveState,SubState,UnitFileState,ExecMainStatus",
+    ],
+    "fabric-manager-version.txt": ["nv-fabricmanager", "--version"],
+    "imex-status.txt": ["nvidia-imex-ctl", "-N"],
 }
 
 # Everything a bundle may hold (besides logs/); docs/BUNDLE.md explains each.
@@ -346,6 +357,9 @@ BUNDLE_FILES: tuple[str, ...] = (
     "vllm-version.json",
     "rdma-devices.txt",
     "cuda-probe.txt",
+    "kernel-log.txt",
+    "nvswitch-devices.txt",
+    "disk-free.txt",
 )
 
 
@@ -430,6 +444,12 @@ def _capture_raw(name: str, opts: Options) -> Captured:
             if opts.endpoint
             else Captured(name, "unavailable", reason="no endpoint given")
         )
+    if name == "kernel-log.txt":
+        return kernel_log(opts.kernel_log_hours, t)
+    if name == "nvswitch-devices.txt":
+        return nvswitch_devices()
+    if name == "disk-free.txt":
+        return disk_free(opts)
     if name == "rdma-devices.txt":
         base = Path("/sys/class/infiniband")
         if not base.exists():
@@ -498,6 +518,274 @@ def http_get_version(endpoint: str, timeout_s: float) -> Captured:
             duration_s=time.monotonic() - t0,
         )
     return Captured("vllm-version.json", "ok", data=data, argv=["GET", url], duration_s=time.monotonic() - t0)
+
+
+# --- kernel log: NVRM Xid / NVSwitch SXid lines, bounded in bytes, lines and time ----------------
+#: A kernel line worth keeping: Xid / SXid events and the "fallen off the bus" / GPU-at lines around them.
+KERNEL_LOG_LINE = re.compile(rb"NVRM: (?:Xid|GPU at|GPU [0-9a-fA-F:.]+: )|SXid|fallen off the bus")
+_KERNEL_MARKERS = (b"NVRM", b"SXid", b"fallen off")
+_KERNEL_KEY = re.compile(rb"(?:Xid|SXid) \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+)")
+KERNEL_LOG_READ_BYTES = 256 * 1024 * 1024  # of journal output scanned, at most
+KERNEL_LOG_LINE_BYTES = 4096  # of one kept line
+KERNEL_LOG_KEEP_LINES = 4000  # kept whole; past it only the first line of each (device, code)
+KERNEL_LOG_MAX_KEYS = 2000
+_DENIED = re.compile(
+    r"insufficient permissions|not seeing messages from other users|Operation not permitted|Permission denied",
+    re.I,
+)
+
+
+def scan_filtered(
+    argv: list[str],
+    timeout_s: float,
+    max_bytes: int = KERNEL_LOG_READ_BYTES,
+    keep_lines: int = KERNEL_LOG_KEEP_LINES,
+) -> tuple[list[bytes], dict[str, Any]]:
+    """Stream a command's output and keep only kernel-log lines that name an Xid / SXid event.
+
+    Why streamed: a journal can be gigabytes; the command is read in 1 MiB chunks, a chunk without
+    a marker is only counted, and reading stops at ``max_bytes`` or ``timeout_s`` (the whole process
+    group is killed then), so neither a huge nor a hanging journal holds the probe. Past
+    ``keep_lines`` only the first line of each new (device, code) is kept, so a flood of one Xid
+    cannot push a rarer one out.
+    """
+    import select
+    import tempfile
+
+    stats: dict[str, Any] = {"argv": argv, "lines": 0, "bytes": 0, "kept": 0, "dropped": 0, "stopped": None}
+    kept: list[bytes] = []
+    keys: set[bytes] = set()
+    if shutil.which(argv[0]) is None:
+        stats["error"] = f"{argv[0]} not found on PATH"
+        return kept, stats
+    t0 = time.monotonic()
+    deadline = t0 + timeout_s
+    with tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, start_new_session=True
+            )
+        except OSError as e:
+            stats["error"] = f"could not run {argv[0]}: {e}"
+            return kept, stats
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        partial = b""
+
+        def take(line: bytes) -> None:
+            if not any(m in line for m in _KERNEL_MARKERS) or not KERNEL_LOG_LINE.search(line):
+                return
+            line = line[:KERNEL_LOG_LINE_BYTES]
+            m = _KERNEL_KEY.search(line)
+            key = m.group(1).lower() + b"|" + m.group(2) if m else b""
+            if len(kept) < keep_lines or (key and key not in keys and len(keys) < KERNEL_LOG_MAX_KEYS):
+                kept.append(line)
+                if key:
+                    keys.add(key)
+            else:
+                stats["dropped"] += 1
+
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    stats["stopped"] = f"time bound {timeout_s:g} s reached"
+                    break
+                if stats["bytes"] >= max_bytes:
+                    stats["stopped"] = f"byte bound {max_bytes} reached"
+                    break
+                ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+                if not ready:
+                    continue
+                chunk = os.read(fd, 1024 * 1024)
+                if not chunk:
+                    break
+                stats["bytes"] += len(chunk)
+                buf = partial + chunk
+                cut = buf.rfind(b"\n")
+                if cut < 0:
+                    # one line longer than a chunk: keep its head only, never the whole of it
+                    partial = buf[: KERNEL_LOG_LINE_BYTES * 4]
+                    continue
+                whole, partial = buf[:cut], buf[cut + 1 :][: KERNEL_LOG_LINE_BYTES * 4]
+                stats["lines"] += whole.count(b"\n") + 1
+                if any(m in whole for m in _KERNEL_MARKERS):
+                    for line in whole.split(b"\n"):
+                        take(line)
+            if partial and not stats["stopped"]:
+                stats["lines"] += 1
+                take(partial)
+        finally:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            proc.stdout.close()
+            proc.wait()
+        err.seek(0)
+        err_text = err.read(4096).decode("utf-8", "replace").strip()
+    stats["rc"] = proc.returncode
+    stats["kept"] = len(kept)
+    stats["duration_s"] = round(time.monotonic() - t0, 3)
+    if err_text:
+        stats["stderr"] = err_text.splitlines()[-1][:300]
+    if _DENIED.search(err_text):
+        stats["denied"] = True
+    return kept, stats
+
+
+def _kernel_sources(hours: float) -> list[list[str]]:
+    """journalctl over the lookback window (every boot in it), then the kernel ring buffer."""
+    return [
+        [
+            "journalctl",
+            "_TRANSPORT=kernel",
+            f"--since=-{max(1, int(round(hours)))}h",
+            "-o",
+            "short-iso",
+            "--no-pager",
+            "-q",
+        ],
+        ["dmesg", "-T"],
+    ]
+
+
+def kernel_log(hours: float, timeout_s: float) -> Captured:
+    """kernel-log.txt: a JSON header line, then the Xid / SXid lines of the lookback window.
+
+    journalctl first (it spans reboots); the ring buffer (``dmesg -T``, this boot only) when the
+    journal is missing, refused or empty. A missing tool or a permission refusal is a reason, never
+    an exception; a scan cut by its bounds is ``partial`` and says which bound.
+    """
+    t0 = time.monotonic()
+    reasons: list[str] = []
+    for argv in _kernel_sources(hours):
+        kept, stats = scan_filtered(argv, timeout_s)
+        if stats.get("error"):
+            reasons.append(stats["error"])
+            continue
+        if stats.get("denied"):
+            reasons.append(f"permission denied: {shlex.join(argv)}: {stats.get('stderr', '')}".strip())
+            continue
+        if stats["stopped"] and not stats["lines"]:
+            reasons.append(f"{shlex.join(argv)}: no output before its {stats['stopped']} (a hung journal?)")
+            continue
+        if stats["rc"] not in (0, None, -9) and not stats["lines"]:
+            reasons.append(f"{shlex.join(argv)} exited {stats['rc']}: {stats.get('stderr', '')}".strip())
+            continue
+        if not stats["lines"] and argv[0] == "journalctl":
+            reasons.append("journalctl returned no kernel lines for the window (no persistent journal?)")
+            continue
+        header = {
+            "source": argv[0],
+            "argv": argv,
+            "lookback_h": hours if argv[0] == "journalctl" else None,
+            "scanned_lines": stats["lines"],
+            "scanned_bytes": stats["bytes"],
+            "kept": stats["kept"],
+            "dropped": stats["dropped"],
+            "stopped": stats["stopped"],
+            "notes": reasons,
+        }
+        data = b"# vllm-runbooks kernel-log " + json.dumps(header).encode() + b"\n" + b"".join(k + b"\n" for k in kept)
+        why = "; ".join(reasons + ([f"scan stopped: {stats['stopped']}"] if stats["stopped"] else [])) or None
+        return Captured(
+            "kernel-log.txt",
+            "partial" if stats["stopped"] else "ok",
+            data=data,
+            reason=why,
+            argv=argv,
+            rc=stats["rc"],
+            duration_s=time.monotonic() - t0,
+        )
+    why = "; ".join(reasons) or "no kernel log source"
+    return Captured("kernel-log.txt", "unavailable", reason=why, duration_s=time.monotonic() - t0)
+
+
+def nvswitch_devices() -> Captured:
+    """nvswitch-devices.txt: NVSwitch device nodes (/dev/nvidia-nvswitch*), one per line; empty: none."""
+    try:
+        names = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia-nvswitch"))[:256]
+    except OSError as e:
+        return Captured("nvswitch-devices.txt", "unavailable", reason=f"cannot list /dev: {e}")
+    return Captured("nvswitch-devices.txt", "ok", data="\n".join(names).encode(), argv=["ls /dev/nvidia-nvswitch*"])
+
+
+#: Environment variables that name where weights and caches land (Hugging Face and vLLM).
+CACHE_ENV = ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE", "VLLM_CACHE_ROOT")
+
+
+def model_paths(launch_command: str | None, env: dict[str, str]) -> list[tuple[str, str]]:
+    """(path, why) for the filesystems that must hold the weights: --download-dir, a local model
+    path, the cache variables, the host side of ``-v HOST:CONTAINER`` mounts, and the default cache."""
+    out: list[tuple[str, str]] = []
+    try:
+        argv = shlex.split(launch_command or "")
+    except ValueError:
+        argv = (launch_command or "").split()
+    for i, tok in enumerate(argv):
+        head, eq, val = tok.partition("=")
+        nxt = val if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+        if head == "--download-dir" and nxt:
+            out.append((nxt, "--download-dir"))
+        elif head == "--model" and nxt.startswith("/"):
+            out.append((nxt, "--model (local path)"))
+        elif head in ("-v", "--volume") and ":" in nxt and nxt.startswith("/"):
+            host, _, ctr = nxt.partition(":")
+            out.append((host, f"docker -v host side of {ctr.split(':')[0]}"))
+        elif re.match(r"^[A-Z_]+=", tok) and tok.split("=", 1)[0] in CACHE_ENV:
+            out.append((tok.split("=", 1)[1], tok.split("=", 1)[0]))
+    for k in CACHE_ENV:
+        if env.get(k):
+            out.append((env[k], k))
+    out.append((os.path.expanduser("~/.cache/huggingface"), "default Hugging Face cache"))
+    seen: set[str] = set()
+    uniq = []
+    for path, why in out:
+        if path not in seen and len(uniq) < 16:
+            seen.add(path)
+            uniq.append((path, why))
+    return uniq
+
+
+def model_id(launch_command: str | None) -> str | None:
+    """The Hugging Face id the launch serves (``--model X`` or the first ``org/name`` argument), or None."""
+    try:
+        argv = shlex.split(launch_command or "")
+    except ValueError:
+        return None
+    for i, tok in enumerate(argv):
+        if tok == "--model" and i + 1 < len(argv):
+            return argv[i + 1]
+        if tok.startswith("--model="):
+            return tok.split("=", 1)[1]
+    return next((t for t in argv if re.fullmatch(r"[\w.-]+/[\w.-]+", t)), None)
+
+
+def disk_free(opts: Options) -> Captured:
+    """disk-free.txt: ``df -P -k`` of each model/cache path (its nearest existing parent), headed ``== path\twhy``.
+
+    A ``+ cached: DIR`` line says the model's Hugging Face cache folder already exists there (its
+    size is not measured: that would read the whole checkpoint).
+    """
+    parts: list[str] = []
+    mid = model_id(opts.launch_command)
+    for path, why in model_paths(opts.launch_command, dict(os.environ)):
+        probe_at = Path(path)
+        while not probe_at.exists() and probe_at != probe_at.parent:
+            probe_at = probe_at.parent
+        got = run(["df", "-P", "-k", str(probe_at)], opts.timeout_s)
+        body = (got.data or b"").decode("utf-8", "replace").strip() or f"! {got.reason}"
+        cached = ""
+        if mid and "/" in mid and not mid.startswith("/"):
+            folder = "models--" + mid.replace("/", "--")
+            for where in (Path(path) / "hub" / folder, Path(path) / folder):
+                if where.is_dir():
+                    cached = f"\n+ cached: {where}"
+                    break
+        parts.append(f"== {path}\t{why}\t(df of {probe_at})\n{body}{cached}")
+    return Captured("disk-free.txt", "ok", data=("\n".join(parts) + "\n").encode(), argv=["df -P -k <model paths>"])
 
 
 # --- logs: streamed, redacted, capped -------------------------------------------------------
@@ -746,6 +1034,7 @@ def write_bundle(out: Path, opts: Options, make_tar: bool = False) -> dict[str, 
                 "endpoint": opts.endpoint,
                 "probe_image": opts.probe_image,
                 "timeout_s": opts.timeout_s,
+                "kernel_log_hours": opts.kernel_log_hours,
             }
         ),
         "captures": {},
@@ -831,6 +1120,12 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         help="also run `PYTHON -m vllm.collect_env` into collect_env.txt (slow: it imports torch and vLLM, "
         f"7-18 s; bounded by max(--timeout, {COLLECT_ENV_TIMEOUT_S:g} s)); off by default",
     )
+    p.add_argument(
+        "--kernel-log-hours",
+        type=float,
+        default=72.0,
+        help="lookback of the kernel-log Xid / SXid scan (journalctl --since); dmesg covers this boot only",
+    )
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per command")
     p.add_argument("--tar", action="store_true", help="also write OUT.tar.gz")
     return p
@@ -848,6 +1143,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         timeout_s=float(args.timeout),
         python=getattr(args, "python", None) or sys.executable or "python3",
         collect_env=bool(getattr(args, "collect_env", False)),
+        kernel_log_hours=float(getattr(args, "kernel_log_hours", 72.0) or 72.0),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from .driver_rules import arch_check, driver_check, driver_cuda, missing_fact, resolve_cc
 from .facts import BranchInfo, Fact, load_facts, parse_cuda_version, parse_driver_version, vstr
+from .hardware_route import hardware_lines
 from .inputs import CompatInputs
 from .records import OK_VERDICTS, VERDICTS, CompatDecision, Demand, LogCheck, Risk
 from .require import check_require
@@ -114,7 +115,8 @@ def decide(
     except KeyError as exc:
         demands = [Demand("profile", "unknown", str(exc))]
     checks = log_checks(log_findings or [], verdict, inputs, img, cstart)
-    next_lines = routes(verdict, checks, demands)
+    # hardware or fit that blocks the start comes first; the verdict itself stays about compatibility
+    next_lines = hardware_lines(inputs) + routes(verdict, checks, demands)
     if dcuda.text and verdict == "driver_too_old" and img is not None:
         reasons.insert(
             0,

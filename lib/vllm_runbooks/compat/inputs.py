@@ -65,6 +65,10 @@ class CompatInputs(Record):
     nccl_env: dict[str, str] = field(default_factory=dict)
     model_profile: str = "generic_vllm"
     image_ref: str | None = None
+    #: runbook 01's hardware verdict (verdict, xids, faulty findings) and start-up fit (status, failed
+    #: checks): not compatibility inputs, but they decide what to do first (compat.hardware_route)
+    hardware: dict[str, Any] = field(default_factory=dict)
+    fit: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # field -> evidence key it came from
     derived: dict[str, str] = field(default_factory=dict)  # field -> how it was derived
 
@@ -221,6 +225,24 @@ def inputs_from_evidence(evidence: Evidence | Mapping[str, Any], model_profile: 
         image_ref=take(image.get("ref"), "image.ref", "image_ref"),
         sources=src,
     )
+    hw = ev.established("hardware")
+    if hw.get("verdict"):
+        inputs.hardware = {
+            "verdict": hw["verdict"],
+            "xids": list(hw.get("xids") or []),
+            "faulty_gpus": list(hw.get("faulty_gpus") or []),
+            "findings": [f for f in hw.get("findings") or [] if f.get("severity") in ("faulty", "degraded")][:40],
+        }
+        src["hardware"] = "hardware.verdict"
+    fit = ev.established("fit")
+    if fit.get("status"):
+        inputs.fit = {
+            "status": fit["status"],
+            "failed": list(fit.get("failed") or [])[:16],
+            "memory": [{k: m.get(k) for k in ("gpu", "status", "why", "others")} for m in fit.get("memory") or []][:64],
+            "disk": {k: (fit.get("disk") or {}).get(k) for k in ("status", "why", "path")},
+        }
+        src["fit"] = "fit.status"
     if inputs.nvlink is None and any((g.get("nvlink_active_links") or 0) > 0 for g in gpus):
         inputs.nvlink = "active"
         src["nvlink"] = "nvidia.gpus[].nvlink_active_links"

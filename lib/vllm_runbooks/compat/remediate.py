@@ -232,7 +232,46 @@ def recommend(
     lint: LintReport | None = None,
     today: _dt.date | None = None,
 ) -> Remediation:
-    """One path with reasons, risks, prerequisites and first steps. Pure: reads data and records only."""
+    """One path with reasons, risks, prerequisites and first steps. Pure: reads data and records only.
+
+    A faulty GPU or a failed start-up fit (runbook 01) comes first: the path is then the hardware
+    line's (``hardware_route.HARDWARE_PATHS``), with the compatibility path kept as the follow-up.
+    """
+    compat = _recommend_compat(decision, constraints, lint=lint, today=today)
+    return _hardware_first(decision, compat)
+
+
+def _hardware_first(decision: CompatDecision, compat: Remediation) -> Remediation:
+    """The hardware-line remediation when hardware or fit blocks the start; ``compat`` otherwise."""
+    from .hardware_route import TITLES, hardware_lines, hardware_path, hardware_steps
+
+    path = hardware_path(decision.inputs)
+    if path is None:
+        return compat
+    lines = hardware_lines(decision.inputs)
+    return Remediation(
+        path,
+        TITLES[path],
+        decision.verdict,
+        lines + [f"Compatibility beside it: {decision.summary}"],
+        ["Changing the driver or the image first would not fix this, and would erase the evidence of the fault."],
+        ["Drain the node / stop the work on the GPU before acting", "Baseline saved (runbook 01 evidence)"],
+        hardware_steps(path, decision.inputs),
+        compat.baseline,
+        alternatives=[{"path": compat.path, "why_not": f"hardware line first; then: {compat.title}"}],
+        follow_up=[f"Once runbook 01 shows the GPU healthy and the launch fits: {compat.path} — {compat.title}"],
+        constraints=compat.constraints,
+    )
+
+
+def _recommend_compat(
+    decision: CompatDecision,
+    constraints: OrgConstraints | None = None,
+    *,
+    lint: LintReport | None = None,
+    today: _dt.date | None = None,
+) -> Remediation:
+    """The CUDA line's path from the compatibility verdict and the constraints."""
     c = constraints or OrgConstraints()
     today = today or _dt.date.fromisoformat(decision.evaluated_on)
     inputs = decision.inputs

@@ -286,3 +286,70 @@ def unavailable_table(ev: Evidence) -> pd.DataFrame:
         {"collector": k, "status": v.status, "reason": v.reason or ""} for k, v in ev.items.items() if v.status != "ok"
     ]
     return pd.DataFrame(rows, columns=["collector", "status", "reason"])
+
+
+def _dicts(v: Any) -> list[dict[str, Any]]:
+    """The dict rows of a list read from evidence.json (anything else in it is not a row)."""
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+_TONE = {"healthy": "good", "degraded": "warn", "faulty": "bad", "pass": "good", "fail": "bad"}
+
+
+@dataclass
+class HardwareView:
+    """The hardware verdict with every finding (source linked), and the start-up fit per check."""
+
+    hardware: dict[str, Any]
+    fit: dict[str, Any]
+
+    def _repr_html_(self) -> str:
+        from ..display import banner, cells_table, html_table, link
+
+        hw, fit = _dict(self.hardware), _dict(self.fit)
+        verdict = str(hw.get("verdict") or "unknown")
+        counts = _dict(hw.get("counts"))
+        parts = [
+            banner(
+                f"Hardware: {verdict}",
+                f"{counts.get('faulty', 0)} faulty, {counts.get('degraded', 0)} degraded, {counts.get('info', 0)} "
+                f"notes; GPUs {hw.get('gpus_seen')} of {hw.get('expected_gpus') or '?'} expected "
+                f"({hw.get('expected_from') or 'no expectation'})",
+                _TONE.get(verdict, "unknown"),
+            ),
+            cells_table(
+                ["severity", "GPU", "check", "finding", "action", "source"],
+                [
+                    [
+                        esc(f.get("severity")),
+                        esc(f.get("gpu")),
+                        esc(f.get("check")),
+                        esc(f.get("text")),
+                        esc(f.get("action")),
+                        link(f.get("source")),
+                    ]
+                    for f in _dicts(hw.get("findings"))
+                ],
+            ),
+        ]
+        status = str(fit.get("status") or "unknown")
+        parts.append(
+            banner(
+                f"Start-up fit: {status}",
+                f"--gpu-memory-utilization {fit.get('gpu_memory_utilization')} ({fit.get('utilization_from')})",
+                _TONE.get(status, "unknown"),
+            )
+        )
+        parts.append(html_table(_dicts(fit.get("memory")), ["gpu", "status", "free_mib", "needed_mib", "why"]))
+        rows = [{"check": k, **_dict(fit.get(k))} for k in ("disk", "ready_timeout")]
+        parts.append(html_table(rows, ["check", "status", "why"]))
+        return "\n".join(parts)
+
+
+def hardware_view(ev: Evidence) -> HardwareView:
+    """Runbook 01's hardware verdict and start-up fit as one view."""
+    return HardwareView(ev.established("hardware"), ev.established("fit"))

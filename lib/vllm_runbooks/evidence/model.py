@@ -160,6 +160,11 @@ class Evidence(ResultMixin, Record):
                 "log_errors": sum(len(f.get("first_errors") or []) for f in self.get("logs", "files") or []),
                 "unavailable_count": sum(1 for v in self.items.values() if v.status == UNAVAILABLE),
                 "partial_count": sum(1 for v in self.items.values() if v.status == PARTIAL),
+                "hardware": self.get("hardware", "verdict", "unknown"),
+                "hardware_findings": (self.get("hardware", "counts") or {}).get("faulty", 0)
+                + (self.get("hardware", "counts") or {}).get("degraded", 0),
+                "xids": self.get("hardware", "xids") or [],
+                "fit": self.get("fit", "status", "unknown"),
             },
         )
 
@@ -251,6 +256,12 @@ class Evidence(ResultMixin, Record):
         from .display import topology_figure
 
         return topology_figure(self)
+
+    def hardware_view(self) -> Any:
+        """The hardware verdict (every finding with source and action) and the start-up fit."""
+        from .display import hardware_view
+
+        return hardware_view(self)
 
     def logs_view(self) -> Any:
         """The stored logs and their first errors."""

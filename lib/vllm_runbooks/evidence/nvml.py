@@ -87,10 +87,20 @@ def _nvml_read(n: Any) -> Item:
     drv = _s(n.nvmlSystemGetDriverVersion())
     cuda_int = _try(n.nvmlSystemGetCudaDriverVersion_v2) or _try(n.nvmlSystemGetCudaDriverVersion)
     count = n.nvmlDeviceGetCount()
-    handles = [n.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+    handles: list[Any] = []
+    lost: dict[int, str] = {}
+    for i in range(count):
+        try:
+            handles.append(n.nvmlDeviceGetHandleByIndex(i))
+        except Exception as e:  # counted, then gone (GPU_IS_LOST): recorded, the others still read
+            handles.append(None)
+            lost[i] = f"{type(e).__name__}: {e}"[:200]
     max_links = getattr(n, "NVML_NVLINK_MAX_LINKS", 18)
     gpus = []
     for i, h in enumerate(handles):
+        if h is None:  # never query a handle NVML did not give
+            gpus.append({"index": i, "name": None, "pci_bus_id": None, "nvlink_active_links": None, "lost": lost[i]})
+            continue
         cc = _try(n.nvmlDeviceGetCudaComputeCapability, h)
         mem = _try(n.nvmlDeviceGetMemoryInfo, h)
         brand = _try(n.nvmlDeviceGetBrand, h)
@@ -134,6 +144,7 @@ def _nvml_read(n: Any) -> Item:
                 "nvlink_active_links": active if link_seen else None,
             }
         )
+
     topo = None
     if count > 1:
         labels = [f"GPU{i}" for i in range(count)]
@@ -144,6 +155,9 @@ def _nvml_read(n: Any) -> Item:
             for j, hj in enumerate(handles):
                 if i == j:
                     row.append("X")
+                    continue
+                if hi is None or hj is None:
+                    row.append("?")
                     continue
                 p2p = _try(n.nvmlDeviceGetP2PStatus, hi, hj, nvl_idx)
                 links = gpus[i]["nvlink_active_links"]

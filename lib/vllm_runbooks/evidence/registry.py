@@ -81,6 +81,8 @@ class Context:
     collector_timeout_s: float = 60.0
     launch_command: str | None = None  # redacted
     endpoint: str | None = None  # redacted
+    #: GPUs this node must show (runbook 01 ``expected_gpu_count``); None: TP × PP × DP of the launch
+    expected_gpu_count: int | None = None
     results: dict[str, Item] = field(default_factory=dict)
     _cache: dict[str, Captured] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)

@@ -28,6 +28,8 @@ class Config(Record):
     endpoint: str | None = None
     probe_image: bool = False
     collector_timeout_s: float = 60.0
+    kernel_log_hours: float = 72.0
+    expected_gpu_count: int = 0  # 0: tensor × pipeline × data parallel size of the launch command
 
 
 def run(config: Config) -> Evidence:
@@ -45,4 +47,6 @@ def run(config: Config) -> Evidence:
         endpoint=config.endpoint,
         probe_image=config.probe_image,
         collector_timeout_s=config.collector_timeout_s,
+        kernel_log_hours=config.kernel_log_hours,
+        expected_gpu_count=config.expected_gpu_count or None,
     )

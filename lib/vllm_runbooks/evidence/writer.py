@@ -54,13 +54,23 @@ def collect_evidence(
     collector_timeout_s: float = 60.0,
     pid: int | None = None,
     only: list[str] | None = None,
+    kernel_log_hours: float = 72.0,
+    expected_gpu_count: int | None = None,
 ) -> Evidence:
     """Run every registered collector against ``source`` and write ``<run_dir>/evidence/``.
 
     ``source`` is ``"local"`` or a bundle directory / ``.tar.gz``. Never raises for a missing
     tool or bad input: each gap is an ``unavailable`` item with its reason. Refuses to write
     into an evidence directory that already has content (runs are immutable).
+    ``kernel_log_hours`` is the Xid / SXid lookback (local source); ``expected_gpu_count`` the GPUs
+    the node must show (None or 0: the launch command's TP × PP × DP).
     """
+    if (
+        isinstance(kernel_log_hours, bool)
+        or not isinstance(kernel_log_hours, int | float)
+        or not (0 < kernel_log_hours <= 24 * 365)
+    ):
+        raise ValueError("kernel_log_hours must be a number of hours in (0, 8760]")
     if (
         isinstance(collector_timeout_s, bool)
         or not isinstance(collector_timeout_s, int | float)
@@ -87,6 +97,7 @@ def collect_evidence(
         endpoint=endpoint or None,
         probe_image=bool(probe_image),
         timeout_s=min(DEFAULT_TIMEOUT_S, max(1.0, float(collector_timeout_s) / 2)),
+        kernel_log_hours=float(kernel_log_hours),
     )
     label = "local" if str(source) == "local" else redact.redact_text(str(source))
     items: dict[str, Item] = {}
@@ -105,6 +116,7 @@ def collect_evidence(
             float(collector_timeout_s),
             launch_command=redact.redact_text(launch_command) if launch_command else None,
             endpoint=redact.redact_text(endpoint) if endpoint else None,
+            expected_gpu_count=int(expected_gpu_count) if expected_gpu_count else None,
         )
         items = run_collectors(ctx, only)
         findings = src.findings()

@@ -1,0 +1,25 @@
+"""Free space on the filesystems that hold the model and its caches (bundle ``disk-free.txt``)."""
+
+from __future__ import annotations
+
+from ..disk import parse_disk_free
+from ..model import Item
+from ..registry import Context, register
+
+
+def _applies(ctx: Context) -> bool:
+    names = getattr(ctx.source, "names", None)
+    return ctx.source.kind == "local" or names is None or "disk-free.txt" in names()
+
+
+@register("disk", "Disk space for weights and caches", applies=_applies, order=29)
+def collect_disk(ctx: Context) -> Item:
+    """Each model / cache path with its filesystem, size and free bytes; the first is where weights land."""
+    got = ctx.read("disk-free.txt")
+    arts = ctx.artefact("disk-free.txt")
+    if got.data is None:
+        return Item.unavailable(got.reason or "no disk-free.txt", {"paths": []}, arts)
+    paths = parse_disk_free(got.data.decode("utf-8", "replace"))
+    if not paths:
+        return Item.partial({"paths": []}, "disk-free.txt names no path", arts)
+    return Item.ok({"paths": paths}, arts)
