@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from .parsers import ParseError
+from .parsers import nvidia_smi_root
 
 NA = "N/A"
 _NA_TEXT = {"N/A", "[N/A]", "Not Supported", "[Not Supported]", "Unknown Error"}
@@ -203,13 +203,7 @@ def _gpu(g: ET.Element, index: int) -> dict[str, Any]:
 
 def parse_health_xml(text: str) -> list[dict[str, Any]]:
     """``nvidia-smi -q -x`` → one health record per GPU. ParseError on garbage or a cut file."""
-    if not text or "<nvidia_smi_log" not in text:
-        raise ParseError("not nvidia-smi XML (no <nvidia_smi_log>)")
-    body = re.sub(r"<!DOCTYPE[^>]*>", "", text)
-    try:
-        root = ET.fromstring(body.strip())
-    except ET.ParseError as e:
-        raise ParseError(f"malformed nvidia-smi XML: {e}") from e
+    root = nvidia_smi_root(text)
     return [_gpu(g, i) for i, g in enumerate(root.findall("gpu")[:MAX_GPUS])]
 
 

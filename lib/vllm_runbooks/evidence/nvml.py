@@ -58,6 +58,14 @@ def nvml_facts(timeout_s: float = 15.0) -> Item:
 
 
 def _nvml_facts() -> Item:
+    return with_nvml(_nvml_read)
+
+
+def with_nvml(read: Callable[[Any], Item]) -> Item:
+    """``read(pynvml)`` between nvmlInit and nvmlShutdown; a missing library or a failed init is a reason.
+
+    The one NVML session of the evidence package (facts and health both open it this way).
+    """
     try:
         n = importlib.import_module("pynvml")
     except ImportError as e:
@@ -67,7 +75,7 @@ def _nvml_facts() -> Item:
     except Exception as e:
         return Item.unavailable(f"NVML init failed: {type(e).__name__}: {e}")
     try:
-        return _nvml_read(n)
+        return read(n)
     finally:
         try:
             n.nvmlShutdown()

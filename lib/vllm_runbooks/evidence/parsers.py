@@ -92,15 +92,20 @@ def brand_class(brand: str | None) -> str | None:
 
 
 # --- nvidia-smi -q -x --------------------------------------------------------------------------
-def parse_nvidia_smi_xml(text: str) -> dict[str, Any]:
-    """``nvidia-smi -q -x`` → driver, CUDA, per-GPU facts (nvsmi_device_v12 DTD)."""
+def nvidia_smi_root(text: str) -> ET.Element:
+    """The root of ``nvidia-smi -q -x`` output (its DOCTYPE dropped); ParseError on garbage or a cut file."""
     if not text or "<nvidia_smi_log" not in text:
         raise ParseError("not nvidia-smi XML (no <nvidia_smi_log>)")
     body = re.sub(r"<!DOCTYPE[^>]*>", "", text)
     try:
-        root = ET.fromstring(body.strip())
+        return ET.fromstring(body.strip())
     except ET.ParseError as e:
         raise ParseError(f"malformed nvidia-smi XML: {e}") from e
+
+
+def parse_nvidia_smi_xml(text: str) -> dict[str, Any]:
+    """``nvidia-smi -q -x`` → driver, CUDA, per-GPU facts (nvsmi_device_v12 DTD)."""
+    root = nvidia_smi_root(text)
 
     def t(node: ET.Element, path: str) -> str | None:
         el = node.find(path)

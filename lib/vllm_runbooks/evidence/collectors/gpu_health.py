@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from typing import Any
 
 from .. import gpu_health as H
 from .. import nvml_health
 from ..model import OK, Item
+from ..nvml import with_nvml
 from ..parsers import ParseError
 from ..registry import Context, register, run_bounded
 
@@ -17,21 +17,7 @@ def _nvml(timeout_s: float) -> Item:
     """NVML's health facts, bounded: a hung driver call becomes a reason, not a stuck capture."""
 
     def read() -> Item:
-        try:
-            n = importlib.import_module("pynvml")
-        except ImportError as e:
-            return Item.unavailable(f"pynvml (nvidia-ml-py) not installed: {e}")
-        try:
-            n.nvmlInit()
-        except Exception as e:
-            return Item.unavailable(f"NVML init failed: {type(e).__name__}: {e}")
-        try:
-            return Item.ok(nvml_health.read_all(n))
-        finally:
-            try:
-                n.nvmlShutdown()
-            except Exception:  # noqa: S110 - best effort
-                pass
+        return with_nvml(lambda n: Item.ok(nvml_health.read_all(n)))
 
     return run_bounded(read, timeout_s, "NVML health")
 
