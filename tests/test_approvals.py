@@ -59,6 +59,7 @@ def test_the_requester_cannot_approve_and_another_person_can(tmp_path: Path, cap
     assert main(["approve", str(run_dir), "--as", "bob", "--decision", "approve"]) == 0
     out = capsys.readouterr().out
     assert "approved" in out and "unsigned" in out  # counted, and said to be unsigned
+    assert "<redacted" not in out  # the reason is readable, not mistaken for a secret
     assert summarise_run(run_dir, verify=True).tampered == []  # approvals are not unlisted files
     # the next runbook into the run is not refused because of the approvals folder
     assert runjson.unlisted_files(run_dir, runjson.load_run(run_dir)) == []
