@@ -212,6 +212,17 @@ class Collector:
     order: float = 100.0
 
 
+def captured_here_or_in_bundle(*files: str) -> Callable[[Context], bool]:
+    """A collector's ``applies``: always locally (the probe captures the file), and from a bundle
+    only when the bundle holds one of ``files`` (an older bundle has nothing for it to read)."""
+
+    def applies(ctx: Context) -> bool:
+        names = getattr(ctx.source, "names", None)
+        return ctx.source.kind == "local" or names is None or any(n in names() for n in files)
+
+    return applies
+
+
 COLLECTORS: dict[str, Collector] = {}
 _DISCOVERED = False
 

@@ -34,7 +34,7 @@ from ..execution.runjson import APPROVALS_DIR, RUN_JSON, latest_artefact, sha256
 from ..records import Record, utc_now
 from ..redact import redact_obj
 from .integrity import verify_run
-from .sources import RecordRefused, RunView
+from .sources import MAX_JSON_BYTES, RecordRefused, RunView
 
 RECORD_FILE = "change_record.json"
 NAMESPACE = "vllm-runbooks-approval"
@@ -107,7 +107,7 @@ def current_record(run_dir: Path) -> tuple[dict[str, Any], str]:
     if found is None:
         raise ApprovalRefused(f"{run_dir}: no change record ({RECORD_FILE}) to approve: run runbook 06 first")
     try:
-        data = load_json(found, 32 * 1024 * 1024)[0]
+        data = load_json(found, MAX_JSON_BYTES)[0]
     except (OSError, ValueError) as exc:
         raise ApprovalRefused(f"{found}: unreadable ({exc})") from exc
     if not isinstance(data, dict) or data.get("schema") != "change_record":

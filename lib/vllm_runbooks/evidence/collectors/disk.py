@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from ..disk import parse_disk_free
 from ..model import Item
-from ..registry import Context, register
+from ..registry import Context, captured_here_or_in_bundle, register
 
 
-def _applies(ctx: Context) -> bool:
-    names = getattr(ctx.source, "names", None)
-    return ctx.source.kind == "local" or names is None or "disk-free.txt" in names()
-
-
-@register("disk", "Disk space for weights and caches", applies=_applies, order=29)
+@register("disk", "Disk space for weights and caches", applies=captured_here_or_in_bundle("disk-free.txt"), order=29)
 def collect_disk(ctx: Context) -> Item:
     """Each model / cache path with its filesystem, size and free bytes; the first is where weights land."""
     got = ctx.read("disk-free.txt")

@@ -6,14 +6,9 @@ import re
 from typing import Any
 
 from ..model import Item
-from ..registry import Context, register
+from ..registry import Context, captured_here_or_in_bundle, register
 
 _FILES = ("fabric-manager.txt", "fabric-manager-version.txt", "imex-status.txt", "nvswitch-devices.txt")
-
-
-def _applies(ctx: Context) -> bool:
-    names = getattr(ctx.source, "names", None)
-    return ctx.source.kind == "local" or names is None or any(n in names() for n in _FILES)
 
 
 def parse_systemctl_show(text: str) -> dict[str, str]:
@@ -26,7 +21,7 @@ def parse_systemctl_show(text: str) -> dict[str, str]:
     return out
 
 
-@register("fabric", "Fabric Manager, NVSwitch and IMEX", applies=_applies, order=28)
+@register("fabric", "Fabric Manager, NVSwitch and IMEX", applies=captured_here_or_in_bundle(*_FILES), order=28)
 def collect_fabric(ctx: Context) -> Item:
     """Whether the fabric a multi-GPU NVSwitch / MNNVL system needs is up and matches the driver."""
     raw = {n: ctx.read(n) for n in _FILES}

@@ -4,16 +4,10 @@ from __future__ import annotations
 
 from ..kernel_log import parse_kernel_log
 from ..model import Item
-from ..registry import Context, register
+from ..registry import Context, captured_here_or_in_bundle, register
 
 
-def _applies(ctx: Context) -> bool:
-    """Locally the probe scans the journal; a bundle without the file has no Xid history to read."""
-    names = getattr(ctx.source, "names", None)
-    return ctx.source.kind == "local" or names is None or "kernel-log.txt" in names()
-
-
-@register("kernel_log", "Kernel log: Xid / SXid", applies=_applies, order=27)
+@register("kernel_log", "Kernel log: Xid / SXid", applies=captured_here_or_in_bundle("kernel-log.txt"), order=27)
 def collect_kernel_log(ctx: Context) -> Item:
     """Every Xid / SXid event of the lookback window, with its GPU; a refused or missing log says why."""
     got = ctx.read("kernel-log.txt")
