@@ -17,14 +17,25 @@ from vllm_runbooks.execution import runjson
 
 
 def write_run(
-    run_dir: Path, entries: list[dict], files: dict[str, object], *, notebooks: bool = True, keyed: bool = True
+    run_dir: Path,
+    entries: list[dict],
+    files: dict[str, object],
+    *,
+    notebooks: bool = True,
+    keyed: bool = True,
+    on_disk: tuple[str, ...] = (),
 ) -> dict:
-    """Write ``files`` (JSON) and run.json listing them; returns run.json's content."""
+    """Write ``files`` (JSON) and run.json listing them and the files ``on_disk`` (folders: every file
+    under them, e.g. an ``evidence/`` that ``collect_evidence`` wrote); returns run.json's content."""
     run_dir.mkdir(parents=True, exist_ok=True)
     for rel, data in files.items():
         (run_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         (run_dir / rel).write_text(json.dumps(data), encoding="utf-8")
     listed = list(files)
+    for rel in on_disk:
+        path = run_dir / rel
+        found = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        listed += [p.relative_to(run_dir).as_posix() for p in found]
     entries = [dict(e) if isinstance(e, dict) else e for e in entries]
     for entry in entries:
         if not notebooks or not isinstance(entry, dict) or not isinstance(entry.get("name"), str):

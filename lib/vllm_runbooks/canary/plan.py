@@ -53,6 +53,7 @@ def expansion_plan(steps: list[StepResult], verdict: str) -> list[ExpansionStage
             "canary verdict 'pass' on the isolated node (every step pass or not applicable)",
             "GPU and container CUDA recognition proven from evidence (step 1 pass)",
             "multi-GPU communication proven where the model spans GPUs (step 7 pass)",
+            "GPU health unchanged by the canary's traffic: no new Xid, pending remap or lost GPU (step 10 pass)",
             "runbook 03 re-run on each added node; load check (runbook 05) within its limits",
             "rollback ready: previous image / driver kept on the rest of the pool",
         ],

@@ -10,6 +10,7 @@ from typing import Any
 
 from .cite import Cite
 from .compare import canary_steps
+from .hardware import BASELINE_PICKS
 from .model import BaselineItem
 from .options import RecordOptions
 from .readings import step_file
@@ -61,6 +62,7 @@ def baseline_items(base: RunView | None, cite: Cite | None, opts: RecordOptions,
         "runtime": ("container_runtime", _runtime),
         "interconnect": ("interconnect", _interconnect),
         "image": ("image", lambda ev: ev.get("image", "digest") or ev.get("image", "ref")),
+        **BASELINE_PICKS,
     }
     steps = canary_steps(base)
     for key, text in texts.items():

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .adopted import compat_file
 from .cite import Cite
 from .compare import error_classes, log_failures
+from .hardware import gpu_health_unchanged
 from .model import ChecklistItem, Citation, ScopeItem
 from .readings import cite_load, load_restarts, load_stage, load_stages, step_scope
 from .sources import RunView
@@ -40,7 +41,7 @@ def checklist_items(
     cite_base: Cite | None,
     words: dict,
 ) -> list[ChecklistItem]:
-    """Items 1-8 of the checklist (rollback is added by the assembly), each ticked only with evidence."""
+    """Items 1-9 of the checklist (rollback is added by the assembly), each ticked only with evidence."""
     texts = words["checklist"]
     by = {s.name: s for s in verified}
     out: list[ChecklistItem] = []
@@ -172,6 +173,9 @@ def checklist_items(
     step = steps.get("access_control") or {}
     warning = (step.get("details") or {}).get("warning") if isinstance(step.get("details"), dict) else None
     out.append(ChecklistItem("access_control", texts["access_control"], ok, str(warning or reason), ev))
+
+    # 9. GPU health unchanged by the change: runbook 01 before and after, nothing new
+    out.append(gpu_health_unchanged(run, base, cite, cite_base, texts))
     return out
 
 

@@ -1,15 +1,23 @@
-"""Canary steps 1 and 7: GPU / container CUDA recognition, and multi-GPU communication.
+"""Canary steps 1, 7 and 10: GPU / container CUDA recognition, multi-GPU communication, and GPU
+health unchanged by the canary's traffic.
 
 Why from evidence first: runbook 01 already froze what the driver and the image's own CUDA
 probe said on the node under change; the canary re-reads it rather than re-deriving it from
 wherever the notebook happens to run. Without evidence it looks locally (nvidia-smi, torch).
 A machine without a GPU skips with the reason; it never passes by default.
+
+Step 1 also takes the first GPU health reading (``evidence.health_watch``) before any traffic;
+step 10, after every traffic step, takes the second and fails on a new Xid, a new pending remap or
+a GPU that went away. Both readings are of the machine the notebook runs on: the canary must run
+on the node under change for the watch to mean anything, and says so when it cannot read a GPU.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ...evidence import health_watch
+from ...evidence.hardware import sxid_finding, xid_finding
 from ...evidence.model import Evidence
 from ..gpu_probe import describe_gpus, nvidia_smi_gpus, torch_probe
 from ..nccl import allreduce_check, load_nccl_tests
@@ -55,6 +63,7 @@ def _gpus(ctx: StepContext) -> tuple[list[dict[str, Any]], str, Evidence | None]
 @register("gpu_cuda", "GPU and container CUDA recognition", 1, needs_endpoint=False)
 def gpu_cuda(ctx: StepContext) -> Outcome:
     """GPUs from runbook 01 evidence (or nvidia-smi here) and the in-image CUDA probe (or torch here)."""
+    ctx.shared["health_before"] = health_watch.read_health(timeout_s=min(ctx.config.step_timeout_s / 3, 30.0))
     gpus, source, ev = _gpus(ctx)
     if ctx.config.evidence_dir and ev is None:
         return failed(f"evidence_dir given but {source}")
@@ -188,4 +197,55 @@ def multi_gpu(ctx: StepContext) -> Outcome:
         else f"NCCL and Gloo all-reduce across {world} GPUs correct",
         runs,
         allreduce=runs,
+    )
+
+
+def _new_event(e: dict[str, Any]) -> tuple[bool, str]:
+    """(fails the step, text): a new Xid always fails; a new SXid when the driver calls it fatal.
+
+    The words are the hardware verdict's own reading (NVIDIA's catalog), with the new count.
+    """
+    shown = {"text": "", "line": "", "pci": None, **e, "count": e.get("new_count") or e.get("count")}
+    found = xid_finding(shown) if e.get("kind") == "xid" else sxid_finding(shown)
+    return (e.get("kind") == "xid" or found.severity == "faulty"), found.text
+
+
+@register("gpu_health", "GPU health unchanged by the canary's traffic", 10, needs_endpoint=False)
+def gpu_health(ctx: StepContext) -> Outcome:
+    """A second GPU health reading after every traffic step, against step 1's: anything new fails."""
+    before = ctx.shared.get("health_before")
+    if before is None:
+        return skipped("no GPU health reading before the traffic: step gpu_cuda did not run in this canary")
+    if not before.get("gpus"):
+        why = "; ".join(before.get("reasons") or []) or "no GPU listed"
+        return skipped(
+            f"no GPU health readable on this machine ({why}): run the canary on the node under change to "
+            f"watch its GPUs",
+            {"before": before},
+        )
+    after = health_watch.read_health(
+        health_watch.lookback_after(before), timeout_s=min(ctx.config.step_timeout_s / 2, 30.0)
+    )
+    diff = health_watch.compare_health(before, after)
+    evidence = {"before_at": before["taken_at"], "after_at": after["taken_at"], **diff}
+    details = {"before": before, "after": after, "change": diff}
+    events = [_new_event(e) for e in diff["new_events"]]
+    bad = [text for fails, text in events if fails] + diff["new_memory"] + diff["lost"]
+    noted = "".join(f"; noted: {text}" for fails, text in events if not fails)
+    gpus = f"{len(after.get('gpus') or [])} GPU(s)"
+    if bad:
+        return failed(f"GPU health changed during the canary ({gpus}): {'; '.join(bad)}", evidence, **details)
+    if not diff["comparable"]:
+        return skipped(
+            f"GPU health not compared in full ({gpus}): {'; '.join(diff['unread'])}; nothing new in what was "
+            f"read{noted}",
+            evidence,
+            **details,
+        )
+    return passed(
+        f"{gpus}: no new Xid / SXid in the kernel log ({after.get('kernel_log_source') or '?'}), no new pending "
+        f"remap or page retirement, no new uncorrected ECC error, no GPU lost between {before['taken_at']} and "
+        f"{after['taken_at']}{noted}",
+        evidence,
+        **details,
     )
