@@ -24,6 +24,7 @@ from ..records import utc_now
 from .adopted import adopted_path, recommends_change, remediation_of
 from .approvals import check_approvals, default_requester
 from .baseline import baseline_items
+from .board import change_board
 from .checklist import checklist_items
 from .cite import Cite
 from .compare import canary_steps, compare_views
@@ -112,4 +113,5 @@ def build_record(
         requester=opts.requester or default_requester(),
         approval_policy={"approvals_required": opts.approvals_required, "roles": list(opts.approver_roles)},
         prior_approvals=[c.to_dict() for c in check_approvals(out_dir)],
+        board=change_board(run, path.get("path"), unverified, rollback, opts, words),
     )

@@ -107,6 +107,33 @@ class RunbookLine(Record):
     report_html: str | None = None
 
 
+@dataclass
+class ChangeBoard(Record):
+    """The change-board section of the record; every derived value carries where it came from."""
+
+    SCHEMA = "change_board"
+    change_type: str = "normal"
+    change_type_why: str = ""
+    standard_offer: str = ""  # an earlier approved record of the same path and profile, when found
+    risk: str = "medium"
+    risk_why: str = ""
+    risk_derived: str = ""  # what the evidence gave, when a parameter overrode it
+    impact: str = "medium"
+    impact_why: str = ""
+    impact_derived: str = ""
+    profile: str = ""
+    affected_nodes: list[str] = field(default_factory=list)
+    affected_nodes_from: str = ""
+    affected_services: list[str] = field(default_factory=list)
+    affected_endpoints: list[str] = field(default_factory=list)
+    planned_window: dict[str, Any] = field(default_factory=dict)  # start, end, why
+    actual_window: dict[str, Any] = field(default_factory=dict)  # start, end, from
+    implementation_plan: list[dict[str, Any]] = field(default_factory=list)  # step, nodes, checks
+    plan_from: str = ""
+    backout_plan: list[str] = field(default_factory=list)
+    backout_exercised: str = ""
+
+
 @register_result
 @dataclass(repr=False)
 class ChangeRecord(ResultMixin, Record):
@@ -145,10 +172,13 @@ class ChangeRecord(ResultMixin, Record):
     #: How far this machine vouches for the run's run.json (execution/signing.py): status, key id,
     #: what that proves and what it does not. "ready" needs status "verified".
     machine_signature: dict[str, str] = field(default_factory=dict)
+    #: The change-board fields (record/board.py); None in a record written before they existed.
+    board: ChangeBoard | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ChangeRecord:
         base = super().from_dict(data)
+        base.board = ChangeBoard.from_dict(data["board"]) if isinstance(data.get("board"), dict) else None
         base.runbooks = [RunbookLine.from_dict(x) for x in data.get("runbooks") or []]
         for name, kind in (("verified", ScopeItem), ("unverified", ScopeItem), ("checklist", ChecklistItem)):
             items = [kind.from_dict(x) for x in data.get(name) or []]
@@ -231,6 +261,7 @@ def _why(evidence: list[Citation], reason: str) -> str:
 __all__ = [
     "BaselineItem",
     "Change",
+    "ChangeBoard",
     "ChangeRecord",
     "ChecklistItem",
     "Citation",

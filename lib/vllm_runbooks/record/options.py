@@ -24,3 +24,12 @@ class RecordOptions:
     requester: str | None = None  # None = the OS user running runbook 06
     approvals_required: int = 1
     approver_roles: list[str] = field(default_factory=list)
+    # the change board's fields a person gives (record/board.py derives the rest)
+    change_type: str | None = None  # standard | normal | emergency; None = normal
+    risk: str | None = None  # low | medium | high, only with risk_reason; None = derived
+    risk_reason: str | None = None
+    impact: str | None = None  # low | medium | high, only with impact_reason; None = derived
+    impact_reason: str | None = None
+    affected_services: list[str] = field(default_factory=list)
+    planned_start: str | None = None  # ISO-8601 with a zone
+    planned_end: str | None = None

@@ -147,6 +147,46 @@ def _signature_lines(record: ChangeRecord) -> list[str]:
     return lines
 
 
+def _board_lines(record: ChangeRecord) -> list[str]:
+    """The change request's fields, each with what it was read from (or the reason it is not on record)."""
+    b = record.board
+    if b is None:
+        return ["## Change request", "", "_Written before the change-board fields existed: re-run runbook 06._", ""]
+
+    def window(w: dict[str, Any]) -> str:
+        if not w.get("start"):
+            return f"not on record: {md_text(w.get('why') or w.get('from'))}"
+        return f"{md_text(w['start'])} → {md_text(w.get('end'))} ({md_text(w.get('why') or w.get('from'))})"
+
+    def level(value: str, why: str, derived: str) -> str:
+        return f"**{md_text(value)}** — {md_text(why)}" + (f" (derived: {md_text(derived)})" if derived else "")
+
+    rows = [
+        ["change type", Md(f"**{md_text(b.change_type)}** — {md_text(b.change_type_why)}")],
+        ["risk", Md(level(b.risk, b.risk_why, b.risk_derived))],
+        ["impact", Md(level(b.impact, b.impact_why, b.impact_derived))],
+        ["model profile", b.profile or "not on record (runbook 02 recorded none)"],
+        ["affected nodes", f"{', '.join(b.affected_nodes) or 'none on record'} ({b.affected_nodes_from})"],
+        ["affected services", ", ".join(b.affected_services) or "not given (parameter affected_services)"],
+        ["affected endpoints", ", ".join(b.affected_endpoints) or "no runbook was pointed at an endpoint"],
+        ["planned window", Md(window(b.planned_window))],
+        ["actual window", Md(window(b.actual_window))],
+        ["backout exercised", b.backout_exercised],
+    ]
+    lines = ["## Change request", ""] + _table(["field", "value"], rows)
+    if b.standard_offer:
+        lines += [f"**Standard change offered:** {md_text(b.standard_offer)}", ""]
+    lines += [f"**Implementation plan** ({md_text(b.plan_from)}):", ""]
+    for n, step in enumerate(b.implementation_plan, 1):
+        nodes = step.get("nodes") or []
+        shown = f" — nodes: {md_text(', '.join(nodes[:12]))}" + (f" (+{len(nodes) - 12})" if len(nodes) > 12 else "")
+        lines.append(f"{n}. **{md_text(step.get('step'))}**{shown if nodes else ''}")
+        lines += [f"   - {md_text(c)}" for c in step.get("checks") or []]
+    lines += ["", "**Backout plan** (the rollback conditions below):", ""]
+    lines += [f"- {md_text(p)}" for p in b.backout_plan] + [""]
+    return lines
+
+
 def to_markdown(record: ChangeRecord) -> str:
     """The whole record as one Markdown document: headings, tables, relative links to the evidence."""
     path = record.adopted_path
@@ -160,6 +200,7 @@ def to_markdown(record: ChangeRecord) -> str:
         + (f" · baseline: {md_code(record.baseline_dir)}" if record.baseline_dir else ""),
         "",
         *_signature_lines(record),
+        *_board_lines(record),
         "## Adopted path",
         "",
         f"**{md_text(path.get('title'))}** ({md_code(path.get('path'))})",

@@ -35,6 +35,14 @@ class Config(Record):
     requester: str | None = None
     approvals_required: int = 1
     approver_roles: list[str] = field(default_factory=list)
+    change_type: str | None = None
+    risk: str | None = None
+    risk_reason: str | None = None
+    impact: str | None = None
+    impact_reason: str | None = None
+    affected_services: list[str] = field(default_factory=list)
+    planned_start: str | None = None
+    planned_end: str | None = None
 
     def options(self) -> RecordOptions:
         return RecordOptions(
@@ -47,6 +55,14 @@ class Config(Record):
             requester=self.requester,
             approvals_required=max(1, int(self.approvals_required)),
             approver_roles=[str(r) for r in self.approver_roles],
+            change_type=self.change_type or None,
+            risk=self.risk or None,
+            risk_reason=self.risk_reason or None,
+            impact=self.impact or None,
+            impact_reason=self.impact_reason or None,
+            affected_services=[str(s) for s in self.affected_services or []],
+            planned_start=self.planned_start or None,
+            planned_end=self.planned_end or None,
         )
 
 
