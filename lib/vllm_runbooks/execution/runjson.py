@@ -357,11 +357,13 @@ def move_artefact(run_dir: Path, source: Path, target: Path) -> None:
 #: Approvals of the change record (``record/approvals.py``): added after the record, each signed
 #: and bound to the manifest as it was, so they are checked on their own and never listed in it.
 APPROVALS_DIR = "approvals"
+#: The change's close and its review draft (``record/closure.py``): written once, after the approvals.
+CLOSE_DIR = "close"
 
 
 def is_run_bookkeeping(rel: Path) -> bool:
     """Files of the run directory that are not artefacts: run.json itself, its lock, temp files,
-    and the approvals (checked by their own signatures and bindings, see ``record.approvals``).
+    the approvals and the close (checked by their own signatures and bindings, see ``record.approvals``).
 
     Hidden ``.….tmp`` files anywhere are an atomic write in progress (``write_artefact``): listing
     one would make the append-only manifest call the finished run "missing a file".
@@ -376,7 +378,7 @@ def is_run_bookkeeping(rel: Path) -> bool:
                 or name.endswith(".json.tmp")
             )
         )
-        or (len(rel.parts) > 1 and rel.parts[0] == APPROVALS_DIR)
+        or (len(rel.parts) > 1 and rel.parts[0] in (APPROVALS_DIR, CLOSE_DIR))
         or name.startswith(".write-test-")
         or (name.startswith(".") and name.endswith(".tmp"))
     )

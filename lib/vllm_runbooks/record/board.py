@@ -291,4 +291,5 @@ def change_board(
         plan_from=plan_from,
         backout_plan=plan,
         backout_exercised=exercised,
+        watch_hours=opts.watch_hours,
     )

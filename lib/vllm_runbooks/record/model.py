@@ -132,6 +132,7 @@ class ChangeBoard(Record):
     plan_from: str = ""
     backout_plan: list[str] = field(default_factory=list)
     backout_exercised: str = ""
+    watch_hours: float = 24  # the watch window after the planned end (``close`` waits for it)
 
 
 @register_result
