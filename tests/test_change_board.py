@@ -133,3 +133,25 @@ def test_a_record_from_before_the_board_still_reads_and_renders(tmp_path: Path) 
     assert old.board is None and "Written before the change-board fields existed" in to_markdown(old)
     again = type(record).from_dict(record.to_dict())
     assert again.board == record.board
+
+
+def test_a_baseline_of_another_profile_or_host_is_said_and_not_compared(tmp_path: Path) -> None:
+    from test_record_hardware import _quiet_bundle
+    from vllm_runbooks.evidence import collect_evidence
+
+    def run_of(name: str, profile: str) -> Path:
+        run = tmp_path / name
+        bundle = _quiet_bundle(tmp_path, f"bundle-{name}")
+        collect_evidence(bundle, run_dir=run)
+        write_run(run, _entries(), {"compat/decision.json": _compat(profile=profile)}, on_disk=("evidence",))
+        return run
+
+    after = run_of("after", "kimi_k3")
+    other = build_record(after, run_of("before-llama", "llama"))
+    assert other.baseline_not_used == ["model profile: baseline 'llama', this run 'kimi_k3'"]
+    assert other.comparison == [] and other.baseline_run == "before-llama"
+    assert all(not b.present for b in other.baseline if b.item != "rollback")
+    md = to_markdown(other)
+    assert "**Baseline not used**" in md and "set aside" in md and "No usable baseline: nothing compared" in md
+    same = build_record(after, run_of("before", "kimi_k3"))
+    assert same.baseline_not_used == [] and any(b.present for b in same.baseline)

@@ -11,10 +11,36 @@ from typing import Any
 from .cite import Cite
 from .compare import canary_steps
 from .hardware import BASELINE_PICKS
-from .model import BaselineItem
+from .model import NO_BASELINE, BaselineItem
 from .options import RecordOptions
 from .readings import step_file
 from .sources import RunView
+
+
+def _identity(view: RunView) -> dict[str, str | None]:
+    """What must match between a baseline and the run: the model profile, the host, the GPU model."""
+    from .board import record_profile
+
+    evidence, _ = view.evidence()
+    gpus = evidence.get("nvidia", "gpus") if evidence is not None else None
+    return {
+        "model profile": record_profile(view) or None,
+        "host": evidence.get("host", "hostname") if evidence is not None else None,
+        "GPU model": (gpus[0].get("name") if isinstance(gpus, list) and gpus and isinstance(gpus[0], dict) else None),
+    }
+
+
+def baseline_mismatch(base: RunView, run: RunView) -> list[str]:
+    """Why ``base`` is not the state before *this* change (another node, GPU or model profile); [] when usable.
+
+    Only facts both runs recorded are compared: a value one run lacks is not a mismatch.
+    """
+    before, after = _identity(base), _identity(run)
+    return [
+        f"{what}: baseline {before[what]!r}, this run {after[what]!r}"
+        for what in before
+        if before[what] and after[what] and before[what] != after[what]
+    ]
 
 
 def evidence_item(view: RunView, name: str) -> tuple[Any, str]:
@@ -52,7 +78,7 @@ def baseline_items(base: RunView | None, cite: Cite | None, opts: RecordOptions,
             if key == "rollback" and opts.rollback_store:
                 out.append(BaselineItem(key, text, True, f"kept at: {opts.rollback_store} (parameter rollback_store)"))
             else:
-                out.append(BaselineItem(key, text, False, "no baseline run given (--baseline / baseline_dir)"))
+                out.append(BaselineItem(key, text, False, NO_BASELINE))
         return out
     rel = "evidence/evidence.json"
     checks = {  # section → what to read from the typed Evidence (Evidence.get)

@@ -220,7 +220,8 @@ def standard_offer(run: RunView, path: str | None, profile: str) -> str:
     return ""
 
 
-def _profile(run: RunView) -> str:
+def record_profile(run: RunView) -> str:
+    """The model profile runbook 02 decided for ("" when it recorded none)."""
     saved = run.read_json("compat/decision.json")
     report = saved.get("report") if isinstance(saved, dict) else None
     decision = report.get("decision") if isinstance(report, dict) else None
@@ -256,7 +257,7 @@ def change_board(
     impact, impact_why, impact_derived = _override(
         opts.impact, opts.impact_reason, derived_impact(nodes, fleet, words), "impact"
     )
-    profile = _profile(run)
+    profile = record_profile(run)
     offer = standard_offer(run, path, profile)
     kind = opts.change_type or ""
     if kind and kind not in CHANGE_TYPES:

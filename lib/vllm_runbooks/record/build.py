@@ -23,7 +23,7 @@ import yaml
 from ..records import utc_now
 from .adopted import adopted_path, recommends_change, remediation_of
 from .approvals import check_approvals, default_requester
-from .baseline import baseline_items
+from .baseline import baseline_items, baseline_mismatch
 from .board import change_board
 from .checklist import checklist_items
 from .cite import Cite
@@ -67,6 +67,10 @@ def build_record(
     verify_run(run)
     if base is not None:
         verify_run(base)
+    given = base
+    set_aside = baseline_mismatch(base, run) if base is not None else []
+    if set_aside:
+        base = None  # said in the record (baseline_not_used), never compared
     signature = machine_signature(run)
     cited: dict[str, str] = {}
     out_dir = Path(record_dir).resolve() if record_dir else run.path
@@ -105,8 +109,9 @@ def build_record(
         checklist=checklist,
         baseline=baseline,
         comparison=comparison,
-        baseline_run=base.run_id if base is not None else None,
-        baseline_dir=os.path.relpath(base.path, out_dir) if base is not None else None,
+        baseline_run=given.run_id if given is not None else None,
+        baseline_dir=os.path.relpath(given.path, out_dir) if given is not None else None,
+        baseline_not_used=set_aside,
         rollback_store=opts.rollback_store,
         artefacts=dict(sorted(cited.items())),
         machine_signature=signature,

@@ -10,7 +10,7 @@ from .adopted import compat_file
 from .cite import Cite
 from .compare import error_classes, log_failures
 from .hardware import gpu_health_unchanged
-from .model import ChecklistItem, Citation, ScopeItem
+from .model import NO_BASELINE, ChecklistItem, Citation, ScopeItem
 from .readings import cite_load, load_restarts, load_stage, load_stages, step_scope
 from .sources import RunView
 
@@ -56,7 +56,7 @@ def checklist_items(
                 "startup_failure_gone",
                 texts["startup_failure_gone"],
                 False,
-                "no baseline run given: the failure before the change is not on record",
+                f"{NO_BASELINE}: the failure before the change is not on record",
             )
         )
     else:

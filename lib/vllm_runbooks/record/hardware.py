@@ -14,7 +14,7 @@ from typing import Any
 
 from ..evidence.health_watch import compare_health, reading
 from .cite import Cite
-from .model import ChecklistItem
+from .model import NO_BASELINE, ChecklistItem
 from .sources import RunView
 
 EVIDENCE_FILE = "evidence/evidence.json"
@@ -90,7 +90,7 @@ def gpu_health_unchanged(
     same GPUs, and the after shows nothing new."""
     name, text = "gpu_health_unchanged", texts["gpu_health_unchanged"]
     if base is None or cite_base is None:
-        return ChecklistItem(name, text, False, "no baseline run given: GPU health before the change is not on record")
+        return ChecklistItem(name, text, False, f"{NO_BASELINE}: GPU health before the change is not on record")
     sides = []
     for label, view in (("the baseline", base), ("this run", run)):
         ev, why = view.evidence()

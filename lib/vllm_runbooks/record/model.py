@@ -14,6 +14,12 @@ from ..display import banner, html_table
 from ..records import Record
 from ..stage import Headline, ResultMixin, register_result
 
+#: Why a section has no baseline to read: none was given, or the one given was set aside
+#: (``baseline.baseline_mismatch``: another node, GPU model or model profile).
+NO_BASELINE = (
+    "no usable baseline run: none given, or the one given is not of this node and profile (see the baseline section)"
+)
+
 
 @dataclass
 class Citation(Record):
@@ -173,6 +179,8 @@ class ChangeRecord(ResultMixin, Record):
     #: How far this machine vouches for the run's run.json (execution/signing.py): status, key id,
     #: what that proves and what it does not. "ready" needs status "verified".
     machine_signature: dict[str, str] = field(default_factory=dict)
+    #: Why the baseline given was set aside (another node, GPU model or profile); [] when it was used.
+    baseline_not_used: list[str] = field(default_factory=list)
     #: The change-board fields (record/board.py); None in a record written before they existed.
     board: ChangeBoard | None = None
 

@@ -199,6 +199,11 @@ def to_markdown(record: ChangeRecord) -> str:
         f"Run directory: {md_code(record.run_dir)}"
         + (f" · baseline: {md_code(record.baseline_dir)}" if record.baseline_dir else ""),
         "",
+        *(
+            [f"**Baseline not used** (not this change's before): {md_text('; '.join(record.baseline_not_used))}", ""]
+            if record.baseline_not_used
+            else []
+        ),
         *_signature_lines(record),
         *_board_lines(record),
         "## Adopted path",
@@ -275,14 +280,19 @@ def to_markdown(record: ChangeRecord) -> str:
     lines += ["## Baseline saved before the change", ""]
     if not record.baseline_run:
         lines += ["_No baseline run directory was given._", ""]
+    elif record.baseline_not_used:
+        lines += [
+            f"_Baseline {md_text(record.baseline_run)} set aside: {md_text('; '.join(record.baseline_not_used))}._",
+            "",
+        ]
     lines += _table(
         ["item", "saved", "evidence / reason"],
         [[b.what, "present" if b.present else "missing", _links(b.evidence) or b.reason] for b in record.baseline],
     )
 
     lines += ["## Before / after", ""]
-    if not record.baseline_run:
-        lines += ["_No baseline: nothing to compare._", ""]
+    if not record.baseline_run or record.baseline_not_used:
+        lines += ["_No usable baseline: nothing compared._", ""]
     else:
         lines += _table(
             ["", "kind", "runbook", "item", "before", "after", "note"],

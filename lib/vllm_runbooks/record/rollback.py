@@ -8,7 +8,7 @@ and image on record.
 from __future__ import annotations
 
 from .compare import environment
-from .model import BaselineItem, ChecklistItem, RollbackCondition
+from .model import NO_BASELINE, BaselineItem, ChecklistItem, RollbackCondition
 from .options import RecordOptions
 from .readings import LOAD_CHECK, LOAD_FILE
 from .sources import RunView
@@ -127,5 +127,5 @@ def rollback_item(
         return ChecklistItem(
             "rollback_clear", text, True, f"{len(rollback)} conditions; previous driver and image on record", ev
         )
-    why = "no baseline run given" if base is None else f"missing from the baseline: {', '.join(needed)}"
+    why = NO_BASELINE if base is None else f"missing from the baseline: {', '.join(needed)}"
     return ChecklistItem("rollback_clear", text, False, why)
