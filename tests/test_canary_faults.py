@@ -148,7 +148,7 @@ def test_a_step_that_ignores_cancellation_still_cannot_send() -> None:
         assert _chat_requests(local) == 1
         assert sent[0] == "cancelled" and set(sent) == {"cancelled"}  # the in-flight one died, the rest never left
     finally:
-        STEPS.pop("zz_greedy", None)
+        STEPS.remove("zz_greedy")
         local.close()
 
 

@@ -80,8 +80,8 @@ def canary_with(monkeypatch: pytest.MonkeyPatch, during: Callable[[], Any]) -> A
         during()
         return passed("fault injected by the test")
 
-    monkeypatch.setitem(registry.STEPS, "test_traffic", Step("test_traffic", "test traffic", 5.5, traffic, False))
-    return run_canary(steps=["gpu_cuda", "test_traffic", "gpu_health"], step_timeout_s=60)
+    with registry.STEPS.temporarily(Step("test_traffic", "test traffic", 5.5, traffic, False)):
+        return run_canary(steps=["gpu_cuda", "test_traffic", "gpu_health"], step_timeout_s=60)
 
 
 def test_quiet_traffic_passes_with_both_readings(node: Node, monkeypatch: pytest.MonkeyPatch) -> None:

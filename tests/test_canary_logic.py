@@ -307,8 +307,8 @@ def test_registry_adds_a_step_without_touching_anything_else() -> None:
         assert broken_r.status == Status.FAIL and broken_r.reason == "step raised RuntimeError: boom"
         assert report.verdict == "fail"
     finally:
-        STEPS.pop("zz_custom", None)
-        STEPS.pop("zz_broken", None)
+        STEPS.remove("zz_custom")
+        STEPS.remove("zz_broken")
 
 
 def test_a_hung_step_is_abandoned_at_step_timeout() -> None:
@@ -326,7 +326,7 @@ def test_a_hung_step_is_abandoned_at_step_timeout() -> None:
         assert step.duration_s < 5
     finally:
         release.set()
-        STEPS.pop("zz_hang", None)
+        STEPS.remove("zz_hang")
 
 
 def test_report_round_trips_and_renders() -> None:

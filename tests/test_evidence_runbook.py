@@ -13,6 +13,7 @@ from conftest import R575, R575_PLANTED
 from vllm_runbooks.execution.runs import load_result
 from vllm_runbooks.execution.scraps import read_scraps
 from vllm_runbooks.redact import redact_parameters
+from vllm_runbooks.registry import Registry
 
 ROOT = Path(__file__).parents[1]
 NOTEBOOK = ROOT / "runbooks" / "01_evidence_capture.ipynb"
@@ -227,8 +228,9 @@ def test_stalled_log_collector_leaves_nothing_after_sha256sums(tmp_path: Path, m
             done.set()
 
     monkeypatch.setattr("vllm_runbooks.evidence.writer.open_source", lambda source, opts: StallingSource())
-    collectors.discover()  # the real collectors are registered first, then replaced for this test
-    monkeypatch.setattr(collectors, "COLLECTORS", {"logs": collectors.Collector("logs", "Logs", logs_then_report)})
+    only_logs = Registry("evidence collector")  # a registry of this one collector, not discovered
+    only_logs.add(collectors.Collector("logs", "Logs", logs_then_report))
+    monkeypatch.setattr(collectors, "COLLECTORS", only_logs)
     from vllm_runbooks.evidence import Evidence, collect_evidence
 
     run_dir = tmp_path / "run"

@@ -3,7 +3,7 @@
 Why a registry: the procedure grows (a new modality, a new backend check), and adding a step
 must not touch the runner, the report or the notebook. A step is a function registered with
 ``@register(name, title, order)`` in any module under ``canary/steps/`` (discovered
-automatically) or in user code before ``run_canary`` is called.
+automatically) or in user code before ``run_canary`` is called; a name is taken once.
 
 A step never raises to the runner and never runs unbounded: each runs in a worker thread that
 is abandoned after ``step_timeout_s`` (its own requests are bounded by ``request_timeout_s`` and
@@ -15,9 +15,7 @@ abandoned step adds no load and no timings overlap with the steps after it.
 
 from __future__ import annotations
 
-import importlib
 import json
-import pkgutil
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +26,7 @@ import httpx
 
 from ..client import EndpointClient, Failure, FailureKind
 from ..records import utc_now
+from ..registry import Registry
 from .model import CanaryConfig, CanaryReport, Status, StepResult, excerpt
 
 
@@ -109,31 +108,28 @@ class Step:
     needs_endpoint: bool = True
 
 
-STEPS: dict[str, Step] = {}
+#: Every canary step, found in ``canary/steps/``; a name is taken once (``registry.DuplicateName``).
+STEPS: Registry[Step] = Registry("canary step", "vllm_runbooks.canary.steps")
 
 
 def register(name: str, title: str, order: float, *, needs_endpoint: bool = True) -> Callable[[StepFn], StepFn]:
-    """Add a step; a later registration under the same name replaces the earlier one."""
+    """Add a step (a name already taken by another step is refused: ``DuplicateName``)."""
 
     def deco(fn: StepFn) -> StepFn:
-        STEPS[name] = Step(name, title, order, fn, needs_endpoint)
+        STEPS.add(Step(name, title, order, fn, needs_endpoint))
         return fn
 
     return deco
 
 
 def discover() -> dict[str, Step]:
-    """Import every module in ``canary/steps/`` so their ``@register`` calls run."""
-    from . import steps as pkg
-
-    for info in pkgutil.iter_modules(pkg.__path__):
-        importlib.import_module(f"{pkg.__name__}.{info.name}")
-    return STEPS
+    """Every step by name (the modules of ``canary/steps/`` imported once)."""
+    return STEPS.discover()
 
 
 def registered_steps() -> list[Step]:
     """Every discovered step, in procedure order."""
-    return sorted(discover().values(), key=lambda s: s.order)
+    return STEPS.ordered()
 
 
 def describe_failure(f: Failure | None) -> str:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import os
-import pkgutil
 import shutil
 import threading
 import time
@@ -27,6 +25,7 @@ from typing import IO, Any
 from .. import probe, redact
 from ..artefacts import write_atomic
 from ..probe import Captured, Options
+from ..registry import Registry
 from .model import OK, Item
 from .sources import Source
 
@@ -223,8 +222,8 @@ def captured_here_or_in_bundle(*files: str) -> Callable[[Context], bool]:
     return applies
 
 
-COLLECTORS: dict[str, Collector] = {}
-_DISCOVERED = False
+#: Every collector, found in ``evidence/collectors/``; a name is taken once (``registry.DuplicateName``).
+COLLECTORS: Registry[Collector] = Registry("evidence collector", "vllm_runbooks.evidence.collectors")
 
 
 def register(
@@ -234,27 +233,20 @@ def register(
     the results of those before it (``ctx.results``), e.g. ``launch`` reads ``container``."""
 
     def deco(fn: CollectorFn) -> CollectorFn:
-        COLLECTORS[name] = Collector(name, title, fn, applies or (lambda ctx: True), order)
+        COLLECTORS.add(Collector(name, title, fn, applies or (lambda ctx: True), order))
         return fn
 
     return deco
 
 
 def discover() -> dict[str, Collector]:
-    """Import every module in ``evidence/collectors/`` once, so their ``@register`` calls run."""
-    global _DISCOVERED
-    if not _DISCOVERED:
-        from . import collectors as pkg
-
-        for info in pkgutil.iter_modules(pkg.__path__):
-            importlib.import_module(f"{pkg.__name__}.{info.name}")
-        _DISCOVERED = True
-    return COLLECTORS
+    """Every collector by name (the modules of ``evidence/collectors/`` imported once)."""
+    return COLLECTORS.discover()
 
 
 def registered_collectors() -> list[Collector]:
     """Every collector, in collection order."""
-    return sorted(discover().values(), key=lambda c: c.order)
+    return COLLECTORS.ordered()
 
 
 def run_bounded(fn: Callable[[], Item], timeout_s: float, what: str) -> Item:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..client import EndpointClient
 from ..records import utc_now
+from ..registry import Registry
 from .engine import Live, LoadRun, LoadSpec, Payload, Target, run_async, run_coroutine
 from .records import RequestRecord, Summary, percentile, summarise
 from .result import LevelResult, StageOutcome, StageStatus
@@ -204,14 +205,16 @@ class Stage:
     needs_endpoint: bool = True
 
 
-STAGES: dict[str, Stage] = {}
+#: Every load stage (the built-in ones in ``load/builtin_stages.py``, and users' own); a name is
+#: taken once (``registry.DuplicateName``).
+STAGES: Registry[Stage] = Registry("load stage")
 
 
 def register(name: str, title: str, order: float, *, needs_endpoint: bool = True) -> Callable[[StageFn], StageFn]:
-    """Add a stage; a later registration under the same name replaces the earlier one."""
+    """Add a stage (a name already taken by another stage is refused: ``DuplicateName``)."""
 
     def deco(fn: StageFn) -> StageFn:
-        STAGES[name] = Stage(name, title, order, fn, needs_endpoint)
+        STAGES.add(Stage(name, title, order, fn, needs_endpoint))
         return fn
 
     return deco
@@ -221,7 +224,7 @@ def registered_stages() -> list[Stage]:
     """The built-in and user stages, in order."""
     from . import builtin_stages  # noqa: F401 - registers the built-in stages
 
-    return sorted(STAGES.values(), key=lambda s: s.order)
+    return STAGES.ordered()
 
 
 def describe_errors(summary: Summary, records: Sequence[RequestRecord]) -> str:
