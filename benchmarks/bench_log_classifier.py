@@ -6,7 +6,8 @@ requested size: docker ``--timestamps`` prefixes, start-up lines, access-log and
 periodic warnings, and a multi-GPU failure at the end. Both tools read it from the page cache and
 are timed as whole processes (interpreter start, imports, pattern database, scan, output). Start-up
 is measured separately: ``diagnose-log`` on a one-line file, with the compiled-database cache warm
-(the normal case) and cold (first run after a signature change).
+(the normal case) and cold (first run after a signature change), and on a one-line failure that
+only the learned scorer reads (its weights, ``data/log_scorer.json``, are then loaded).
 
 Usage: benchmarks/bench_log_classifier.py [--size-mb 400] [--cache-dir .cache/log_bench] [--with-re]
        [--repeat 3]   (best of N for each; all figures from the same run)
@@ -184,6 +185,19 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"start : {warm:6.3f}s whole process on a one-line log (cpu {CPU[tuple(_ours_cmd(tiny))]:.3f}s; "
         f"cache warm, {cache_dir()}); cold cache {cold:6.3f}s"
+    )
+    # the same on a one-line failure no signature explains: the learned scorer's weights are loaded
+    failing = Path(args.cache_dir) / "one_failing_line.log"
+    failing.write_text(_FAILURE[0].format(d="11-07 10:00:00") + "\n", encoding="utf-8")
+    scored, out = _timed(_ours_cmd(failing), repeat=max(3, args.repeat))
+    try:
+        rec = json.loads(out)[0]
+        what = f"label={rec['label']} candidates={len(rec.get('candidates') or [])}"
+    except (ValueError, KeyError, IndexError):
+        what = f"unparsed output {out[:120]!r}"
+    print(
+        f"start+: {scored:6.3f}s whole process on a one-line failing log, learned scorer loaded "
+        f"(cpu {CPU[tuple(_ours_cmd(failing))]:.3f}s; {what})"
     )
 
     ours, out = _timed(_ours_cmd(log), repeat=args.repeat)

@@ -21,8 +21,9 @@ from .diagnosis import STATUS_EMPTY, STATUS_OK, STATUS_UNREADABLE, LogDiagnoses,
 from .matcher import Engine, make_engine
 from .normalize import ANSI_BYTES_RE, line_level, normalize_line
 from .reader import CHUNK_BYTES, MAX_LINE_BYTES, LogUnreadable, open_log
+from .scorer import HEAD_LINES, TAIL_LINES, ScoredLine, default_model
 from .signatures import INCONCLUSIVE, Signature, SignatureSet
-from .verdict import decide
+from .verdict import apply_scores, decide
 
 __all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "diagnose_log", "diagnose_logs", "diagnose_text"]
 #: Characters of a matching line kept in a finding (around the match for long lines).
@@ -97,6 +98,9 @@ def pattern_owners(sigset: SignatureSet) -> tuple[list[str], list[tuple[str, int
         for p in c.patterns:
             patterns.append(p)
             owners.append(("ctx", i))
+    for i, p in enumerate(sigset.scorer_patterns):
+        patterns.append(p)
+        owners.append(("score", i))
     lean_idx = [
         k for k, (kind, i) in enumerate(owners) if not (kind == "sig" and sigset.signatures[i].severity == "info")
     ]
@@ -181,6 +185,10 @@ class _Scan:
         self.serving_hits = 0
         self.last_line = 0
         self.last_ctx: dict[str, int] = {}
+        # failure-looking lines for the learned scorer: the first few and the last few (bounded)
+        self.scored_head: list[ScoredLine] = []
+        self.scored_tail: deque[ScoredLine] = deque(maxlen=TAIL_LINES)
+        self.scored_seen = 0
 
     # -- blocks ----------------------------------------------------------------------------
     def feed(self, data: bytes, start: int, end: int, line_no: int) -> int:
@@ -238,15 +246,21 @@ class _Scan:
         if not hits:
             return
         sig_first: dict[int, int] = {}
+        score_k: int | None = None
         for k in hits:
             kind, i = comp.owners[k]
             if kind == "sig":
                 sig_first.setdefault(i, k)
-            else:
+            elif kind == "ctx":
                 self.context_hit(line_no, i)
+            elif score_k is None:
+                score_k = k
+        sigs = comp.sigset.signatures
+        failing = [k for i, k in sig_first.items() if sigs[i].severity != "info"]
+        if score_k is not None or failing:
+            self.keep_scored(raw, line_no, score_k if score_k is not None else failing[0])
         if not sig_first:
             return
-        sigs = comp.sigset.signatures
         resolved: dict[int, Any] = {}
         for i in [i for i in sig_first if sigs[i].codes]:
             from .codes import resolve
@@ -308,6 +322,20 @@ class _Scan:
             self.findings.append(f)
             if sig.refine:
                 self.start_refine(f, sig)
+
+    def keep_scored(self, raw: bytes, line_no: int, k: int) -> None:
+        """Remember a failure-looking line for the scorer (first HEAD_LINES, then a rolling tail)."""
+        self.scored_seen += 1
+        phase = max(self.last_ctx.items(), key=lambda kv: kv[1])[0] if self.last_ctx else None
+        item = ScoredLine(line_no, self.text_of(raw, k)[0], phase)
+        if len(self.scored_head) < HEAD_LINES:
+            self.scored_head.append(item)
+        else:
+            self.scored_tail.append(item)
+
+    def scored_lines(self) -> list[ScoredLine]:
+        """The failure-looking lines kept for the scorer, in line order."""
+        return self.scored_head + list(self.scored_tail)
 
     def engine_which(self, raw: bytes) -> list[int]:
         return self.comp.full.which(raw)
@@ -384,6 +412,7 @@ def diagnose_log(
     engine: str = "auto",
     signatures: SignatureSet | None = None,
     threads: int | None = None,
+    scorer: Any = None,
 ) -> LogDiagnosis:
     """Classify one log and return its root cause with the evidence and a confidence.
 
@@ -394,9 +423,32 @@ def diagnose_log(
     (Hyperscan, else RE2, else re), ``hyperscan``, ``re2`` or ``re``. ``threads``: how many
     threads search large blocks (RE2 only; default: up to 4, one per CPU).
     A log is ``healthy`` only with proof that the server answered and nothing failure-looking;
-    with neither proof nor failure it is ``inconclusive``. Never raises for bad input.
+    with neither proof nor failure it is ``inconclusive``. When no signature decides, the learned
+    scorer (``logs/scorer.py``) may name a ``likely`` cause from the failure-looking lines
+    (``scorer=False`` turns it off; ``scorer=<Model>`` uses another model). Never raises for bad input.
     """
     t0 = time.perf_counter()
+    d, lines = signature_diagnosis(source, max_bytes=max_bytes, engine=engine, signatures=signatures, threads=threads)
+    if scorer is not False and d.status == STATUS_OK:
+        model = default_model() if scorer is None or scorer is True else scorer
+        d = apply_scores(d, lines, model, sigset=_compiled(signatures, engine).sigset)
+    d.elapsed_s = round(time.perf_counter() - t0, 6)
+    return d
+
+
+def signature_diagnosis(
+    source: Any,
+    *,
+    max_bytes: int | None = None,
+    engine: str = "auto",
+    signatures: SignatureSet | None = None,
+    threads: int | None = None,
+) -> tuple[LogDiagnosis, list[ScoredLine]]:
+    """The signatures' verdict alone, and the failure-looking lines the scorer would read.
+
+    Kept apart so that training (``scripts/train_log_scorer.py``) reads exactly the lines and
+    phases prediction reads. See :func:`diagnose_log` for the arguments.
+    """
     comp = _compiled(signatures, engine)
     sigset = comp.sigset
     display = "<text>" if isinstance(source, bytes | bytearray | str) and not _is_path_like(source) else None
@@ -413,7 +465,7 @@ def diagnose_log(
                 engine=comp.full.name,
                 signatures_version=sigset.schema_version,
             )
-        )
+        ), []
     if threads is None:
         threads = min(4, os.cpu_count() or 1)
     scan = _Scan(comp, max(1, threads))
@@ -462,9 +514,7 @@ def diagnose_log(
         engine=comp.full.name,
         signatures_version=sigset.schema_version,
     )
-    d = decide(d)
-    d.elapsed_s = round(time.perf_counter() - t0, 6)
-    return d
+    return decide(d), scan.scored_lines()
 
 
 def _is_path_like(source: Any) -> bool:

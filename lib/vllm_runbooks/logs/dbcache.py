@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 #: Bump when the cached structure changes.
-FORMAT = 6
+FORMAT = 7
 _MEMO: dict[str, Any] = {}
 
 

@@ -36,6 +36,38 @@ STATUS_UNREADABLE = "unreadable"  # missing path, permission denied, not a file,
 CONFIDENCES: tuple[str, ...] = ("decisive", "likely", "inconclusive")
 
 
+def _score_text(value: Any) -> str:
+    """A scorer score for display ('0.93'); anything else as text."""
+    return f"{value:.2f}" if isinstance(value, int | float) and not isinstance(value, bool) else str(value or "")
+
+
+def _candidate_cells(candidates: Any) -> str:
+    """Escaped 'label score' lines of a candidates list (any shape: it is data)."""
+    from ..display import esc
+
+    out = []
+    for c in candidates if isinstance(candidates, list) else []:
+        if isinstance(c, dict):
+            out.append(f"{esc(c.get('label'))} <b>{esc(_score_text(c.get('score')))}</b>")
+        else:
+            out.append(esc(c))
+    return "<br>".join(out)
+
+
+def _rest_cells(scorer: Any) -> str:
+    """Escaped 'line N: text' of the lines the scorer rests on."""
+    from ..display import esc
+
+    lines = scorer.get("lines") if isinstance(scorer, dict) else None
+    out = []
+    for ln in lines if isinstance(lines, list) else []:
+        if isinstance(ln, dict):
+            out.append(f"line {esc(ln.get('line'))}: <code>{esc(str(ln.get('text') or '')[:200])}</code>")
+        else:
+            out.append(f"<code>{esc(str(ln)[:200])}</code>")
+    return "<br>".join(out)
+
+
 @dataclass
 class LogFinding(Record):
     """One signature hit: which line, what it said, what it means, what to do next."""
@@ -92,6 +124,11 @@ class LogDiagnosis(Record):
     confidence: str = "inconclusive"
     evidence: list[dict[str, Any]] = field(default_factory=list)
     would_decide: str = ""
+    #: The learned scorer's top labels ``[{label, score}]`` (empty when it did not run) and its
+    #: reading: model version, best label and score, threshold, whether it named the cause, the
+    #: lines it rests on (``logs/scorer.py``; it runs only where no signature decided).
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    scorer: dict[str, Any] = field(default_factory=dict)
 
     # -- derived views -------------------------------------------------------------------
     @property
@@ -104,10 +141,17 @@ class LogDiagnosis(Record):
         return best
 
     @property
+    def scored(self) -> bool:
+        """Whether ``label`` was named by the learned scorer (then ``likely``, never decisive)."""
+        return bool(self.scorer.get("names_cause")) and self.scorer.get("label") == self.label
+
+    @property
     def advice(self) -> str:
         rc = self.root_cause
         if rc is not None:
             return rc.advice
+        if self.scored and self.scorer.get("advice"):
+            return f"Likely {self.label} (learned scorer, not a signature); {self.scorer['advice']}"
         if self.status != STATUS_OK:
             return f"No verdict: {self.reason}. Collect the full container log (docker logs / kubectl logs)."
         if self.would_decide:
@@ -164,6 +208,38 @@ class LogDiagnosis(Record):
 
     figure = timeline
 
+    def candidates_view(self) -> Any:
+        """The learned scorer's candidates, scores and the lines they rest on, as a table.
+
+        Shown beside the timeline in runbook 02: what the scorer considered even when it named
+        nothing (a verdict stays ``unrecognized_error`` below the threshold).
+        """
+        from ..display import HtmlView
+
+        return HtmlView(self._candidates_html())
+
+    def _candidates_html(self) -> str:
+        from ..display import cells_table, esc
+
+        if not self.candidates:
+            return (
+                "<p><i>learned scorer: not run (a signature or proof decided, or nothing looked like a failure)</i></p>"
+            )
+        named = self.scored
+        sc = self.scorer if isinstance(self.scorer, dict) else {}
+        note = (
+            f"named <b>{esc(self.label)}</b> ({esc(self.confidence)}, score {esc(_score_text(sc.get('score')))} "
+            f"&ge; threshold {esc(_score_text(sc.get('threshold')))})"
+            if named
+            else f"named nothing (best {esc(sc.get('label'))} {esc(_score_text(sc.get('score')))} below threshold "
+            f"{esc(_score_text(sc.get('threshold')))} or no cause): verdict stays {esc(self.label)}"
+        )
+        table = cells_table(
+            ["candidates (score)", "lines it rests on"],
+            [[_candidate_cells(self.candidates), _rest_cells(self.scorer)]],
+        )
+        return f"<div><small>learned scorer {esc(sc.get('model'))}: {note}</small></div>{table}"
+
     def summary(self) -> str:
         """One line for text output and logs."""
         rc = self.root_cause
@@ -205,7 +281,8 @@ class LogDiagnosis(Record):
             if rows
             else "<p><i>no findings</i></p>"
         )
-        return head + notes_html + advice + table
+        scores = self._candidates_html() if self.candidates else ""
+        return head + notes_html + advice + scores + table
 
 
 @dataclass
@@ -219,7 +296,7 @@ class LogDiagnoses(Record):
 
     @property
     def label(self) -> str:
-        """Overall root cause: the strongest finding across all logs."""
+        """Overall root cause: the strongest finding across all logs, else the scorer's best cause."""
         best: tuple[int, str] | None = None
         for d in self.items:
             rc = d.root_cause
@@ -227,6 +304,9 @@ class LogDiagnoses(Record):
                 best = (rc.priority, rc.label)
         if best is not None:
             return best[1]
+        scored = sorted((d for d in self.items if d.scored), key=lambda d: -float(d.scorer.get("score") or 0))
+        if scored:
+            return scored[0].label
         if self.items and all(d.label == "healthy" for d in self.items):
             return "healthy"
         if any(d.label == "unrecognized_error" for d in self.items):
@@ -267,6 +347,26 @@ class LogDiagnoses(Record):
                 }
             )
         return pd.DataFrame(rows)
+
+    def candidates_view(self) -> Any:
+        """One table for every log the learned scorer read: verdict, candidates with scores, the
+        lines they rest on. Runbook 02 shows it beside the timelines."""
+        from ..display import HtmlView, badge, cells_table, esc
+
+        rows = [
+            [
+                esc(d.source),
+                badge(d.label) + (" <small>(learned)</small>" if d.scored else ""),
+                esc(d.confidence),
+                _candidate_cells(d.candidates),
+                _rest_cells(d.scorer),
+            ]
+            for d in self.items
+            if d.candidates
+        ]
+        if not rows:
+            return HtmlView("<p><i>learned scorer: not run on any log (signatures or proof decided each)</i></p>")
+        return HtmlView(cells_table(["log", "verdict", "confidence", "candidates (score)", "lines it rests on"], rows))
 
     def _repr_html_(self) -> str:
         body = "".join(

@@ -23,6 +23,48 @@ DEV_CORPUS = Path(
 )
 
 
+#: Labels that name no cause: a verdict with one of them is not "naming a cause".
+NOT_A_CAUSE = frozenset({"healthy", "unrecognized_error", "inconclusive"})
+
+
+def figures(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """The four figures the issue tracker reports, from (expected, predicted) pairs.
+
+    ``accuracy``; ``precision_named``: right among the logs where a cause was named;
+    ``recall_failures``: real failures with a known cause whose cause was named right;
+    ``failures_called_healthy`` and ``healthy_called_failure`` (counts; both must stay 0).
+    """
+    n = len(pairs)
+    named = [(e, p) for e, p in pairs if p not in NOT_A_CAUSE]
+    causes = [(e, p) for e, p in pairs if e not in NOT_A_CAUSE]
+    return {
+        "n": n,
+        "accuracy": sum(e == p for e, p in pairs) / n if n else None,
+        "named": len(named),
+        "precision_named": sum(e == p for e, p in named) / len(named) if named else None,
+        "failures_with_cause": len(causes),
+        "recall_failures": sum(e == p for e, p in causes) / len(causes) if causes else None,
+        "failures_called_healthy": sum(e not in ("healthy", "inconclusive") and p == "healthy" for e, p in pairs),
+        "healthy_called_failure": sum(e == "healthy" and p not in ("healthy", "inconclusive") for e, p in pairs),
+    }
+
+
+def per_label(pairs: list[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+    """Support, precision and recall per label (labels that occur as expected or predicted)."""
+    out: dict[str, dict[str, Any]] = {}
+    for lab in LABELS:
+        support = sum(e == lab for e, _ in pairs)
+        predicted = sum(p == lab for _, p in pairs)
+        if support or predicted:
+            tp = sum(e == p == lab for e, p in pairs)
+            out[lab] = {
+                "support": support,
+                "precision": tp / predicted if predicted else None,
+                "recall": tp / support if support else None,
+            }
+    return out
+
+
 def load_corpus(path: str | Path = DEV_CORPUS) -> list[dict[str, Any]]:
     rows = []
     with open(path, encoding="utf-8") as fh:

@@ -104,6 +104,9 @@ class SignatureSet:
     stages: dict[str, str] = field(default_factory=dict)
     schema_version: int = 1
     origin: str = ""
+    #: Failure-looking wording of any program (``scorer_lines`` in the YAML): lines that match
+    #: are handed to the learned scorer (``logs/scorer.py``); they decide nothing by themselves.
+    scorer_patterns: tuple[str, ...] = ()
 
     def by_id(self, sig_id: str) -> Signature:
         for sig in self.signatures:
@@ -115,6 +118,7 @@ class SignatureSet:
         """Every pattern (signatures then contexts), e.g. for ``grep -E -f``."""
         out = [p for s in self.signatures for p in s.patterns]
         out += [p for c in self.contexts for p in c.patterns]
+        out += list(self.scorer_patterns)
         return out
 
 
@@ -215,7 +219,18 @@ def parse_signatures(data: dict[str, Any], origin: str = "") -> SignatureSet:
         )
     if not sigs:
         raise SignatureError(f"{origin}: no signatures")
-    return SignatureSet(tuple(sigs), tuple(contexts), dict(stages), int(data.get("schema_version", 1)), origin)
+    scorer = data.get("scorer_lines") or {}
+    if not isinstance(scorer, dict):
+        raise SignatureError(f"{origin}: 'scorer_lines' must be a mapping with 'patterns'")
+    scorer_patterns = _as_patterns(scorer, f"{origin} scorer_lines") if scorer else ()
+    return SignatureSet(
+        tuple(sigs),
+        tuple(contexts),
+        dict(stages),
+        int(data.get("schema_version", 1)),
+        origin,
+        scorer_patterns,
+    )
 
 
 def load_signatures(path: str | Path | None = None) -> SignatureSet:

@@ -12,12 +12,26 @@ project's rule that a log is never called ``healthy`` without proof. Order of de
 
 ``healthy`` on a log that was not read whole (stopped at the byte cap, over-long lines cut) is at
 most ``likely``: the unread part may hold the failure, and ``would_decide`` names it.
+
+After these rules, :func:`apply_scores` lets the learned scorer speak where they left
+``unrecognized_error`` or ``inconclusive``: above its calibrated threshold it names a cause, always
+``likely`` (never ``decisive``), with its top candidates and the lines it rests on; it never turns
+anything into ``healthy`` and never overrides a signature's label or a ``healthy`` verdict.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from .diagnosis import STATUS_OK, LogDiagnosis, LogFinding
-from .signatures import INCONCLUSIVE
+from .signatures import INCONCLUSIVE, SignatureSet
+
+if TYPE_CHECKING:
+    from .scorer import Model, ScoredLine
+
+#: Verdicts the learned scorer may replace by a cause (nothing a signature or proof decided).
+SCORABLE = frozenset({"unrecognized_error", INCONCLUSIVE})
 
 #: Deciding lines kept in ``evidence``.
 MAX_EVIDENCE = 8
@@ -118,4 +132,58 @@ def decide(d: LogDiagnosis) -> LogDiagnosis:
             "no start-up, serving or failure lines were recognised: the full log of the serving "
             "process from its start (docker logs / kubectl logs --previous)"
         )
+    return d
+
+
+def _label_advice(sigset: SignatureSet | None, label: str) -> tuple[str, str]:
+    """(advice, source) of the highest-priority decisive signature of ``label``, named as such."""
+    best = None
+    for sig in sigset.signatures if sigset is not None else ():
+        if sig.label == label and sig.decisive and (best is None or sig.priority > best.priority):
+            best = sig
+    if best is None:
+        return "", ""
+    return f"what signature '{best.id}' advises for this cause: {best.advice}", best.source
+
+
+def apply_scores(
+    d: LogDiagnosis,
+    lines: Sequence[ScoredLine],
+    model: Model | None,
+    sigset: SignatureSet | None = None,
+) -> LogDiagnosis:
+    """Add the learned scorer's reading to a decided diagnosis; name its cause only where allowed.
+
+    The candidates and scores are recorded whenever the scorer ran, so a reader sees what it
+    considered even when it named nothing. A named cause is ``likely``, the lines it rests on
+    are the evidence (role ``scored``), and ``would_decide`` says how to confirm it.
+    """
+    if model is None or not lines or d.status != STATUS_OK or d.label not in SCORABLE:
+        return d
+    from .scorer import predict
+
+    pred = predict(model, lines)
+    if pred is None:
+        return d
+    d.candidates = pred.candidates
+    d.scorer = pred.as_dict()
+    if not pred.names_cause:
+        return d
+    before = d.label
+    advice, source = _label_advice(sigset, pred.label)
+    d.scorer.update({"replaced": before, "advice": advice, "source": source})
+    d.label, d.confidence = pred.label, "likely"
+    d.labels = [pred.label] + [lab for lab in d.labels if lab != pred.label]
+    scored = [
+        {"line": ln["line"], "text": ln["text"], "signature": "learned_scorer", "label": pred.label, "role": "scored"}
+        for ln in pred.lines
+    ]
+    shown = {e["line"] for e in scored}
+    rest = [e for e in d.evidence if e.get("role") != "progress" and e.get("line") not in shown]
+    d.evidence = (scored + rest)[:MAX_EVIDENCE]
+    alts = ", ".join(f"{c['label']} {c['score']:.2f}" for c in pred.candidates)
+    d.would_decide = (
+        f"confirmation of the learned scorer's reading ({alts}; threshold {pred.threshold:.2f}): read the "
+        "lines shown in context; a signature for this wording in log_signatures.yaml would make it decisive"
+    )
     return d

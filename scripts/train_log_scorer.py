@@ -1,0 +1,406 @@
+#!/usr/bin/env python3
+"""Train the learned log scorer from every labelled excerpt the project holds; deterministic, offline.
+
+Usage: scripts/train_log_scorer.py [--output PATH] [--sets PATH ...] [--cv] [--json]
+                                   [--exclude-set NAME ...]
+
+Reads the labelled sets (the team's dev corpus ``../shared/corpus/logs_dev.jsonl`` and
+``tests/data/logs_*.jsonl``), runs each excerpt through the same scan ``diagnose-log`` uses
+(``logs.classify.signature_diagnosis``) to get the failure-looking lines and their phases, and
+tallies naive Bayes counts (``logs/scorer.py``). The temperature and the threshold are
+calibrated on leave-one-project-out predictions (folds: the GitHub repository of each excerpt's
+source URL), so they are fixed by the data, not by hand. The output
+(``lib/vllm_runbooks/data/log_scorer.json`` by default) is byte-identical for the same inputs:
+sorted keys, integer counts, rounded floats; it records the SHA-256 of the training rows, of the
+signature file and this script's version. Needs only the project's own dependencies.
+
+``--cv`` prints leave-one-project-out figures for the scorer alone and for the whole verdict
+(signatures, then the scorer) overall and per label; ``--json`` prints them as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from vllm_runbooks.logs.classify import signature_diagnosis
+from vllm_runbooks.logs.evaluate import DEV_CORPUS, NOT_A_CAUSE, figures, load_corpus, per_label
+from vllm_runbooks.logs.scorer import NO_CAUSE, Model, line_features, predict
+from vllm_runbooks.logs.signatures import LABELS, default_signatures_bytes
+from vllm_runbooks.logs.verdict import SCORABLE, apply_scores
+
+#: Bump when training changes in a way that changes the output for the same data.
+SCRIPT_VERSION = "1"
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUTPUT = ROOT / "lib" / "vllm_runbooks" / "data" / "log_scorer.json"
+DEFAULT_SETS = [
+    DEV_CORPUS,
+    ROOT / "tests" / "data" / "logs_heldout.jsonl",
+    ROOT / "tests" / "data" / "logs_other_projects.jsonl",
+    ROOT / "tests" / "data" / "logs_blind_2026_12.jsonl",
+]
+#: Cause labels the scorer may name (the fixed vocabulary without the verdict-only labels).
+CAUSES = [lab for lab in LABELS if lab not in NOT_A_CAUSE]
+CLASSES = [*CAUSES, NO_CAUSE]
+#: Feature weights by kind (character 4-grams overlap each other, so each counts less).
+WEIGHTS = {"w": 1.0, "b": 1.0, "c": 0.25, "code": 2.0, "lib": 1.0, "phase": 1.0}
+ALPHA = 0.5
+#: A feature must occur in this many training logs to be kept (one-off paths, ids and names go).
+MIN_DF = 2
+TEMPERATURES = [0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0]
+THRESHOLDS = [round(0.10 + 0.05 * i, 2) for i in range(18)]
+#: The calibrated threshold is the smallest one at which the cross-validated precision of the
+#: causes the scorer names reaches this.
+TARGET_PRECISION = 0.95
+
+_REPO = re.compile(r"https?://github\.com/([^/\s]+/[^/\s#?]+)")
+
+
+def group_of(row: dict[str, Any]) -> str:
+    """The fold of an excerpt: the GitHub repository of its source URL (lower case)."""
+    m = _REPO.match(str(row.get("source_url") or ""))
+    return m.group(1).lower() if m else str(row.get("source_url") or row.get("id"))
+
+
+def target_of(label: str) -> str:
+    """What the scorer learns for a row: its cause, or ``none`` for verdict-only labels."""
+    return label if label in CAUSES else NO_CAUSE
+
+
+def load_sets(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """Rows of every set, tagged with the set's file name; missing sets are an error."""
+    rows: list[dict[str, Any]] = []
+    for p in paths:
+        for r in load_corpus(p):
+            rows.append({**r, "_set": Path(p).name})
+    return rows
+
+
+def training_sha256(rows: Sequence[dict[str, Any]]) -> str:
+    """SHA-256 of the rows as trained on (id, label, log, source URL), independent of file layout."""
+    h = hashlib.sha256()
+    for r in rows:
+        item = [r["_set"], r["id"], r["label"], r.get("source_url", ""), r["log"]]
+        h.update(json.dumps(item, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def extract(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per row: the signatures' verdict, the scorer's lines, and the binary feature set."""
+    out = []
+    for r in rows:
+        d, lines = signature_diagnosis(str(r["log"]).encode("utf-8", "surrogateescape"))
+        feats: set[str] = set()
+        for ln in lines:
+            feats.update(line_features(ln.text, ln.phase))
+        out.append({"row": r, "diag": d, "lines": lines, "feats": feats, "group": group_of(r)})
+    return out
+
+
+def fit(items: Sequence[dict[str, Any]], temperature: float = 1.0, threshold: float = 1.0) -> Model:
+    """Tally the counts: in how many logs of each label each feature occurs (kept if df >= MIN_DF)."""
+    idx = {c: i for i, c in enumerate(CLASSES)}
+    counts: dict[str, dict[int, int]] = {}
+    class_docs = [0] * len(CLASSES)
+    for it in items:
+        c = idx[target_of(it["row"]["label"])]
+        class_docs[c] += 1
+        for f in it["feats"]:
+            per = counts.setdefault(f, {})
+            per[c] = per.get(c, 0) + 1
+    kept = {f: per for f, per in counts.items() if sum(per.values()) >= MIN_DF}
+    return Model(
+        classes=list(CLASSES),
+        class_docs=class_docs,
+        counts=kept,
+        weights=dict(WEIGHTS),
+        alpha=ALPHA,
+        temperature=temperature,
+        threshold=threshold,
+    )
+
+
+def lopo_posteriors(items: Sequence[dict[str, Any]]) -> list[list[float]]:
+    """Joint scores of every item from a model trained without the item's repository."""
+    groups = sorted({it["group"] for it in items})
+    joints: list[list[float]] = [[] for _ in items]
+    for g in groups:
+        train = [it for it in items if it["group"] != g]
+        model = fit(train)
+        for i, it in enumerate(items):
+            if it["group"] == g:
+                joints[i] = model.joint(it["feats"]) if it["feats"] else []
+    return joints
+
+
+def _softmax(j: list[float], t: float) -> list[float]:
+    top = max(j)
+    ex = [math.exp((x - top) / t) for x in j]
+    z = sum(ex)
+    return [x / z for x in ex]
+
+
+def temperature(items: Sequence[dict[str, Any]], joints: list[list[float]]) -> tuple[float, float]:
+    """The temperature with the least cross-validated log-loss, and that loss."""
+    idx = {c: i for i, c in enumerate(CLASSES)}
+    scored = [(it, j) for it, j in zip(items, joints, strict=True) if j]
+    best_t, best_loss = TEMPERATURES[0], float("inf")
+    for t in TEMPERATURES:
+        loss = 0.0
+        for it, j in scored:
+            p = _softmax(j, t)[idx[target_of(it["row"]["label"])]]
+            loss -= math.log(max(p, 1e-12))
+        loss /= max(1, len(scored))
+        if loss < best_loss - 1e-12:
+            best_t, best_loss = t, loss
+    return best_t, round(best_loss, 4)
+
+
+def ablation_outcomes(
+    items: Sequence[dict[str, Any]], models: dict[str, Model]
+) -> list[tuple[str, str, str | None, float]]:
+    """Per item, as if its wording were new: (expected, verdict, scorer label, scorer score).
+
+    Leave-one-signature-out inside leave-one-project-out: an excerpt a signature decided is
+    scanned again without that signature (the verdict a new wording of the same fact would get),
+    and scored by the model trained without the excerpt's repository. This is the situation the
+    scorer exists for, so the threshold is calibrated on it.
+    """
+    import dataclasses
+
+    from vllm_runbooks.logs.signatures import load_signatures
+
+    full = load_signatures()
+    without: dict[str, Any] = {}
+    out = []
+    for it in items:
+        d, lines = it["diag"], it["lines"]
+        rc = d.root_cause
+        if rc is not None and d.label not in NOT_A_CAUSE and rc.label != "unrecognized_error":
+            sid = rc.signature
+            if sid not in without:
+                keep = tuple(sig for sig in full.signatures if sig.id != sid)
+                without[sid] = dataclasses.replace(full, signatures=keep)
+            d, lines = signature_diagnosis(
+                str(it["row"]["log"]).encode("utf-8", "surrogateescape"), signatures=without[sid], engine="re2"
+            )
+        label, score = None, 0.0
+        if lines and d.label in SCORABLE:
+            pred = predict(models[it["group"]], lines)
+            if pred is not None:
+                label, score = pred.label, pred.score
+        out.append((it["row"]["label"], d.label, label, score))
+    return out
+
+
+def outcome_label(verdict: str, label: str | None, score: float, threshold: float) -> str:
+    """The final label of an ablation outcome at a threshold (the rule of ``verdict.apply_scores``)."""
+    if verdict in SCORABLE and label not in (None, NO_CAUSE) and score >= threshold:
+        return str(label)
+    return verdict
+
+
+def choose_threshold(outcomes: Sequence[tuple[str, str, str | None, float]]) -> tuple[float, list[dict[str, Any]]]:
+    """The smallest threshold at which the causes the scorer names (on ablation outcomes) reach
+    TARGET_PRECISION, with no healthy log called a failure. Causes a remaining signature names
+    are the signatures' doing and do not count here; they are in the report."""
+    table = []
+    chosen = None
+    for th in THRESHOLDS:
+        named = right = 0
+        for e, v, lab, sc in outcomes:
+            final = outcome_label(v, lab, sc, th)
+            if final != v:
+                named += 1
+                right += final == e
+        f = figures([(e, outcome_label(v, lab, sc, th)) for e, v, lab, sc in outcomes])
+        prec = right / named if named else None
+        table.append({"threshold": th, "scorer_named": named, "scorer_precision": prec, "accuracy": f["accuracy"]})
+        if chosen is None and prec is not None and prec >= TARGET_PRECISION and f["healthy_called_failure"] == 0:
+            chosen = th
+    if chosen is None:
+        chosen = THRESHOLDS[-1]
+    return chosen, table
+
+
+def cv_report(
+    items: Sequence[dict[str, Any]],
+    joints: list[list[float]],
+    models: dict[str, Model],
+    outcomes: Sequence[tuple[str, str, str | None, float]],
+    t: float,
+    th: float,
+) -> dict[str, Any]:
+    """Leave-one-project-out figures: signatures alone, scorer alone, both; and on new wordings."""
+    alone: list[tuple[str, str]] = []
+    whole: list[tuple[str, str]] = []
+    sigs_only: list[tuple[str, str]] = []
+    for it, j in zip(items, joints, strict=True):
+        exp = it["row"]["label"]
+        if j:
+            p = _softmax(j, t)
+            c = max(range(len(p)), key=lambda k: (p[k], -k))
+            lab = CLASSES[c] if CLASSES[c] != NO_CAUSE and p[c] >= th else "unrecognized_error"
+        else:
+            lab = "inconclusive"
+        alone.append((exp, lab))
+        d = it["diag"]
+        sigs_only.append((exp, d.label))
+        d2 = apply_scores(type(d).from_dict(d.to_dict()), it["lines"], models[it["group"]])
+        whole.append((exp, d2.label))
+    new_sigs = [(e, v) for e, v, _, _ in outcomes]
+    new_both = [(e, outcome_label(v, lab, sc, th)) for e, v, lab, sc in outcomes]
+    return {
+        "folds": len(models),
+        "excerpts": len(items),
+        "scorer_alone": figures(alone),
+        "signatures_only": figures(sigs_only),
+        "signatures_then_scorer": figures(whole),
+        "new_wording_signatures_only": figures(new_sigs),
+        "new_wording_signatures_then_scorer": figures(new_both),
+        "per_label_signatures_then_scorer": per_label(whole),
+        "per_label_new_wording": per_label(new_both),
+        "per_label_scorer_alone": per_label(alone),
+    }
+
+
+def train(paths: Sequence[Path], with_cv: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The shipped JSON document and (with ``with_cv``) the cross-validation report."""
+    rows = load_sets(paths)
+    items = extract(rows)
+    joints = lopo_posteriors(items)
+    t, loss = temperature(items, joints)
+    groups = sorted({it["group"] for it in items})
+    models = {g: fit([it for it in items if it["group"] != g], temperature=t, threshold=0.0) for g in groups}
+    outcomes = ablation_outcomes(items, models)
+    th, table = choose_threshold(outcomes)
+    for m in models.values():
+        m.threshold = th
+    model = fit(items, temperature=t, threshold=th)
+    sets: dict[str, int] = {}
+    for r in rows:
+        sets[r["_set"]] = sets.get(r["_set"], 0) + 1
+    model.meta = {
+        "script": "scripts/train_log_scorer.py",
+        "script_version": SCRIPT_VERSION,
+        "training": {
+            "sha256": training_sha256(rows),
+            "excerpts": len(rows),
+            "projects": len(groups),
+            "sets": [{"name": k, "rows": v} for k, v in sets.items()],
+            "signatures_sha256": hashlib.sha256(default_signatures_bytes()).hexdigest(),
+        },
+        "calibration": {
+            "method": "leave-one-project-out; temperature: least log-loss; threshold: smallest whose named "
+            f"causes reach precision {TARGET_PRECISION} when the deciding signature is left out",
+            "log_loss": loss,
+        },
+        "min_df": MIN_DF,
+    }
+    report: dict[str, Any] = {}
+    if with_cv:
+        report = cv_report(items, joints, models, outcomes, t, th)
+        report["calibration"] = {"temperature": t, "threshold": th, "log_loss": loss, "threshold_table": table}
+    return model.to_json(), report
+
+
+def dump(doc: dict[str, Any]) -> bytes:
+    """The canonical bytes of the model file: sorted JSON, one feature per line (reviewable diffs)."""
+
+    def one(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+    keys = sorted(doc)
+    out = ["{"]
+    for i, k in enumerate(keys):
+        comma = "," if i < len(keys) - 1 else ""
+        if k == "features":
+            feats = sorted(doc[k].items())
+            out.append(f"{one(k)}:{{")
+            out += [f"{one(f)}:{one(per)}" + ("," if j < len(feats) - 1 else "") for j, (f, per) in enumerate(feats)]
+            out.append("}" + comma)
+        else:
+            out.append(f"{one(k)}:{one(doc[k])}{comma}")
+    out.append("}")
+    return ("\n".join(out) + "\n").encode("utf-8")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write via a temporary file and rename, so a reader never sees half a model."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o644)  # a data file of the package: readable by everyone, like the others
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _fmt(v: Any) -> str:
+    return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+
+def format_report(rep: dict[str, Any]) -> str:
+    """Plain-text cross-validation report."""
+    out = [f"leave-one-project-out: {rep['excerpts']} excerpts, {rep['folds']} folds"]
+    cal = rep["calibration"]
+    out.append(f"calibrated: temperature {cal['temperature']}, threshold {cal['threshold']}")
+    keys = ["accuracy", "precision_named", "recall_failures", "failures_called_healthy", "healthy_called_failure"]
+    names = ("signatures_only", "scorer_alone", "signatures_then_scorer")
+    names += ("new_wording_signatures_only", "new_wording_signatures_then_scorer")
+    out.append(f"{'':36}" + "".join(f"{k:>24}" for k in keys))
+    for name in names:
+        out.append(f"{name:36}" + "".join(f"{_fmt(rep[name][k]):>24}" for k in keys))
+    out.append("")
+    out.append(f"{'label':30}{'n':>4}{'precision':>11}{'recall':>8}{'new-wording p':>15}{'new-wording r':>15}")
+    new = rep["per_label_new_wording"]
+    for lab, m in rep["per_label_signatures_then_scorer"].items():
+        nm = new.get(lab, {})
+        out.append(
+            f"{lab:30}{m['support']:>4}{_fmt(m['precision']):>11}{_fmt(m['recall']):>8}"
+            f"{_fmt(nm.get('precision')):>15}{_fmt(nm.get('recall')):>15}"
+        )
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--output", default=str(DEFAULT_OUTPUT))
+    ap.add_argument("--sets", nargs="+", default=[str(p) for p in DEFAULT_SETS])
+    ap.add_argument("--exclude-set", nargs="*", default=[], help="file names of sets to leave out")
+    ap.add_argument("--cv", action="store_true", help="print leave-one-project-out figures")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--no-write", action="store_true", help="compute (and report) without writing")
+    args = ap.parse_args(argv)
+    paths = [Path(p) for p in args.sets if Path(p).name not in set(args.exclude_set)]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        print(f"training sets missing: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    doc, rep = train(paths, with_cv=args.cv or args.json)
+    if not args.no_write:
+        write_atomic(Path(args.output), dump(doc))
+        print(
+            f"wrote {args.output}: {len(doc['features'])} features, {doc['training']['excerpts']} excerpts",
+            file=sys.stderr,
+        )
+    if rep:
+        print(json.dumps(rep, indent=2, sort_keys=True) if args.json else format_report(rep))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

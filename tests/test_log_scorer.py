@@ -1,0 +1,275 @@
+"""The learned log scorer: shipped weights reproducible, verdict rules kept, bounded, explainable.
+
+Inputs are the real labelled excerpts (``../shared/corpus/logs_dev.jsonl``, ``tests/data/logs_*``);
+``tests/data/logs_blind_2026_12.jsonl`` is the batch collected for issue 19 from threads of
+projects not in the other sets, scored with the code as it was before the scorer (figures in
+``docs/LOG_DIAGNOSIS.md``), then added to the training data: it is no longer unseen, so the floors
+here guard behaviour, not generalisation (that is the leave-one-project-out figure).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vllm_runbooks.logs import diagnose_text
+from vllm_runbooks.logs.classify import signature_diagnosis
+from vllm_runbooks.logs.diagnosis import LogDiagnoses, LogDiagnosis
+from vllm_runbooks.logs.evaluate import DEV_CORPUS, figures, load_corpus
+from vllm_runbooks.logs.scorer import HEAD_LINES, TAIL_LINES, Model, ScoredLine, default_model, predict
+from vllm_runbooks.logs.signatures import LABELS, SignatureError, default_signatures_bytes, parse_signatures
+from vllm_runbooks.logs.verdict import SCORABLE, apply_scores
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data"
+BLIND = DATA / "logs_blind_2026_12.jsonl"
+SETS = [DATA / "logs_heldout.jsonl", DATA / "logs_other_projects.jsonl", BLIND]
+SHIPPED = ROOT / "lib" / "vllm_runbooks" / "data" / "log_scorer.json"
+SCRIPT = ROOT / "scripts" / "train_log_scorer.py"
+
+
+def _all_rows() -> list[dict]:
+    rows = [r for p in SETS for r in load_corpus(p)]
+    if DEV_CORPUS.exists():
+        rows += load_corpus(DEV_CORPUS)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict]:
+    return _all_rows()
+
+
+@pytest.fixture(scope="module")
+def model() -> Model:
+    m = default_model()
+    assert m is not None, "the shipped log_scorer.json does not load"
+    return m
+
+
+def _row(rid: str) -> dict:
+    return next(r for r in load_corpus(BLIND) if r["id"] == rid)
+
+
+# -- shipped like data ----------------------------------------------------------------------------
+def test_shipped_model_records_its_inputs(model: Model) -> None:
+    meta = model.meta
+    assert meta["script"] == "scripts/train_log_scorer.py"
+    version = re.search(r'^SCRIPT_VERSION = "([^"]+)"', SCRIPT.read_text(encoding="utf-8"), re.M)
+    assert version and meta["script_version"] == version.group(1)
+    assert re.fullmatch(r"[0-9a-f]{64}", meta["training"]["sha256"])
+    # the signature file decides which lines the scorer reads: a change there needs a retrain
+    assert meta["training"]["signatures_sha256"] == hashlib.sha256(default_signatures_bytes()).hexdigest()
+    sets = {s["name"]: s["rows"] for s in meta["training"]["sets"]}
+    for p in SETS:  # every labelled set in the repository is in the training data, whole
+        assert sets.get(p.name) == len(load_corpus(p)), p.name
+    assert 0.0 < model.threshold <= 1.0 and model.temperature > 0
+    assert set(model.classes) - {"none"} <= set(LABELS) and "healthy" not in model.classes
+
+
+@pytest.mark.skipif(
+    not DEV_CORPUS.exists(), reason=f"team corpus {DEV_CORPUS} not present (it is part of the training data)"
+)
+def test_retraining_reproduces_the_shipped_file_byte_for_byte(tmp_path: Path) -> None:
+    out = tmp_path / "log_scorer.json"
+    r = subprocess.run(
+        [sys.executable, str(SCRIPT), "--output", str(out)], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == SHIPPED.read_bytes(), (
+        "data/log_scorer.json is stale: run scripts/train_log_scorer.py and commit the result"
+    )
+
+
+def test_prediction_needs_no_training_library() -> None:
+    code = (
+        "import sys, json\n"
+        "from vllm_runbooks.logs import diagnose_text\n"
+        f"row = [json.loads(x) for x in open({str(BLIND)!r}) if x.strip()][1]\n"
+        "d = diagnose_text(row['log'])\n"
+        "assert d.candidates, d\n"
+        "bad = sorted(m for m in ('numpy', 'sklearn', 'scipy', 'pandas', 'torch') if m in sys.modules)\n"
+        "print(','.join(bad))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert r.stdout.strip() == "", f"prediction imported {r.stdout.strip()}"
+
+
+def test_malformed_model_file_is_refused_not_half_read() -> None:
+    for bad in ({}, {"format": "other"}, {"format": "vllm-runbooks-log-scorer"}):
+        with pytest.raises((ValueError, KeyError)):
+            Model.from_json(bad)
+
+
+# -- what it says ---------------------------------------------------------------------------------
+def test_names_a_likely_cause_with_candidates_and_lines() -> None:
+    row = _row("bl-toolkit-05")  # podman: error executing hook nvidia-container-runtime-hook
+    without = diagnose_text(row["log"], scorer=False)
+    assert without.label == "unrecognized_error" and without.candidates == []
+    d = diagnose_text(row["log"])
+    assert (d.label, d.confidence) == ("container_toolkit_requirement", "likely")
+    assert d.scored and d.root_cause is None
+    assert len(d.candidates) == 3 and d.candidates[0]["label"] == d.label
+    scores = [c["score"] for c in d.candidates]
+    assert scores == sorted(scores, reverse=True) and scores[0] >= d.scorer["threshold"]
+    assert d.evidence[0]["role"] == "scored" and d.evidence[0]["line"] == 1
+    assert d.scorer["lines"][0]["text"].startswith("Error: OCI runtime error")
+    assert "learned scorer" in d.advice and "container_toolkit" in d.advice
+    assert d.scorer["replaced"] == "unrecognized_error"
+
+
+def test_below_threshold_the_verdict_stays_with_the_scores_shown(model: Model) -> None:
+    strict = Model.from_json(model.to_json())
+    strict.meta = model.meta
+    strict.threshold = 1.01
+    row = _row("bl-toolkit-05")
+    d = diagnose_text(row["log"], scorer=strict)
+    assert d.label == "unrecognized_error" and d.confidence == "likely"
+    assert d.candidates and d.candidates[0]["label"] == "container_toolkit_requirement"
+    assert d.scorer["names_cause"] is False and not d.scored
+    assert all(e["role"] != "scored" for e in d.evidence)
+
+
+def test_none_is_a_candidate_that_names_nothing(model: Model) -> None:
+    lines = [ScoredLine(1, "x")]
+    pred = predict(model, lines)
+    assert pred is not None and len(pred.candidates) == 3
+    fake = Model.from_json(model.to_json())
+    fake.threshold = 0.0
+    none = fake.classes.index("none")
+    fake.counts = {"w:zzz": {none: 50}, "w:yyy": {c: 50 for c in range(len(fake.classes)) if c != none}}
+    fake._denominators = None
+    pred = predict(fake, [ScoredLine(3, "zzz")])
+    assert pred is not None and pred.label == "none" and not pred.names_cause
+
+
+def test_predict_without_lines_is_none(model: Model) -> None:
+    assert predict(model, []) is None
+    d = diagnose_text("INFO 07-21 04:58:42 [api_server.py:1] vLLM API server version 0.11.0\n")
+    assert d.candidates == [] and d.scorer == {}
+
+
+# -- verdict rules kept ---------------------------------------------------------------------------
+def test_rules_hold_on_every_labelled_excerpt(rows: list[dict]) -> None:
+    assert len(rows) >= 200
+    pairs = []
+    for r in rows:
+        base = diagnose_text(r["log"], scorer=False)
+        d = diagnose_text(r["log"])
+        pairs.append((r["label"], d.label))
+        if base.label not in SCORABLE:  # signatures and proof are never overridden
+            assert (d.label, d.confidence) == (base.label, base.confidence), r["id"]
+        if d.scored:  # a learned label is never decisive, never healthy
+            assert d.confidence == "likely" and d.label != "healthy", r["id"]
+        if base.label != "healthy":
+            assert d.label != "healthy", r["id"]
+    f = figures(pairs)
+    assert f["failures_called_healthy"] == 0 and f["healthy_called_failure"] == 0, f
+    assert f["precision_named"] >= 0.95, f
+
+
+def test_blind_batch_figures_after_training_on_it() -> None:
+    # Before the scorer (same signatures): accuracy 0.529, precision 0.955, recall 0.467. It is
+    # training data now, so this guards against regressions, it is not an unseen-data figure.
+    rows = load_corpus(BLIND)
+    f = figures([(r["label"], diagnose_text(r["log"]).label) for r in rows])
+    assert f["accuracy"] >= 0.7 and f["precision_named"] >= 0.95, f
+    assert f["failures_called_healthy"] == 0 and f["healthy_called_failure"] == 0, f
+
+
+def test_apply_scores_leaves_decided_verdicts_alone(model: Model) -> None:
+    lines = [ScoredLine(1, "Error: OCI runtime error: error executing hook nvidia-container-runtime-hook")]
+    for label, conf in (("healthy", "decisive"), ("driver_too_old", "decisive"), ("oom_runtime", "likely")):
+        d = LogDiagnosis(source="x", label=label, confidence=conf)
+        out = apply_scores(d, lines, model)
+        assert (out.label, out.confidence, out.candidates) == (label, conf, [])
+    d = LogDiagnosis(source="x", label="unrecognized_error", status="unreadable")
+    assert apply_scores(d, lines, model).candidates == []
+    assert apply_scores(LogDiagnosis(source="x", label="inconclusive"), lines, None).scorer == {}
+
+
+# -- bounded --------------------------------------------------------------------------------------
+def test_scorer_lines_are_bounded_first_and_last() -> None:
+    line = _row("bl-shm-03")["log"]  # one real Triton line, repeated: a log that only fails
+    text = "\n".join(f"{line} #{i}" for i in range(3000)) + "\n"
+    d, lines = signature_diagnosis(text.encode())
+    assert len(lines) == HEAD_LINES + TAIL_LINES
+    assert [ln.line for ln in lines[:2]] == [1, 2] and lines[-1].line == 3000
+    full = diagnose_text(text)
+    assert full.label == "shm_insufficient" and full.confidence == "likely"
+    assert len(full.scorer["lines"]) <= 3
+
+
+def test_phase_markers_reach_the_features() -> None:
+    log = _row("bl-oomw-01")["log"]  # llama.cpp: load_tensors ... cudaMalloc failed
+    _, lines = signature_diagnosis(log.encode())
+    assert any(ln.phase == "weight_loading" for ln in lines)
+
+
+# -- data and view --------------------------------------------------------------------------------
+def test_blind_batch_is_well_formed_and_from_new_threads() -> None:
+    rows = load_corpus(BLIND)
+    assert len(rows) >= 40
+    keys = {"id", "label", "secondary_labels", "source_url", "software", "context", "log"}
+    assert all(keys <= set(r) for r in rows) and len({r["id"] for r in rows}) == len(rows)
+    assert all(r["label"] in LABELS and r["source_url"].startswith("https://github.com/") for r in rows)
+    others = [DATA / "logs_heldout.jsonl", DATA / "logs_other_projects.jsonl"]
+    if DEV_CORPUS.exists():
+        others.append(DEV_CORPUS)
+    seen = {json.loads(x)["source_url"].rstrip("/") for p in others for x in p.open(encoding="utf-8") if x.strip()}
+    assert not seen & {r["source_url"].rstrip("/") for r in rows}
+
+
+def test_scorer_lines_section_is_validated() -> None:
+    base = {"stages": {"unknown": "x"}, "signatures": [
+        {"id": "s", "label": "nccl_error", "stage": "unknown", "severity": "error", "priority": 1,
+         "patterns": ["NCCL error"], "advice": "a"}
+    ]}  # fmt: skip
+    assert parse_signatures({**base, "scorer_lines": {"patterns": ["[Ff]ail"]}}).scorer_patterns == ("[Ff]ail",)
+    with pytest.raises(SignatureError):
+        parse_signatures({**base, "scorer_lines": ["[Ff]ail"]})
+    with pytest.raises(SignatureError):
+        parse_signatures({**base, "scorer_lines": {"patterns": ["^anchored"]}})
+
+
+def test_candidates_view_escapes_and_shows_scores() -> None:
+    hostile = "<script>alert(1)</script>"
+    d = LogDiagnosis(
+        source=hostile,
+        label="unrecognized_error",
+        confidence="likely",
+        candidates=[{"label": hostile, "score": 0.5}, hostile],
+        scorer={"model": hostile, "label": hostile, "score": 0.5, "threshold": 0.9, "names_cause": False,
+                "lines": [{"line": 3, "text": hostile}, hostile]},
+    )  # fmt: skip
+    for html in (d.candidates_view()._repr_html_(), d._repr_html_(), LogDiagnoses([d]).candidates_view()._repr_html_()):
+        assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "0.50" in d.candidates_view()._repr_html_() and "line 3" in d.candidates_view()._repr_html_()
+    empty = LogDiagnoses([LogDiagnosis(source="a", label="healthy")]).candidates_view()._repr_html_()
+    assert "not run" in empty
+
+
+def test_overall_label_takes_a_learned_cause_after_signature_causes() -> None:
+    row = _row("bl-toolkit-05")
+    learned = diagnose_text(row["log"])
+    healthy = LogDiagnosis(source="b", label="healthy", confidence="decisive")
+    assert LogDiagnoses([healthy, learned]).label == "container_toolkit_requirement"
+    back = LogDiagnosis.from_dict(json.loads(json.dumps(learned.to_dict())))
+    assert back.scored and back.candidates == learned.candidates
+
+
+def test_every_engine_hands_the_scorer_the_same_lines() -> None:
+    # the shipped weights were trained with one engine; Hyperscan, RE2 and re must agree
+    for r in load_corpus(BLIND):
+        data = r["log"].encode("utf-8", "surrogateescape")
+        seen = {
+            e: [(ln.line, ln.text, ln.phase) for ln in signature_diagnosis(data, engine=e)[1]]
+            for e in ("auto", "re2", "re")
+        }
+        assert seen["auto"] == seen["re2"] == seen["re"], r["id"]
