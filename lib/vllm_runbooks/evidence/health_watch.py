@@ -23,11 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..probe import Options
 from ..records import utc_now
 from .model import OK, UNAVAILABLE
-from .registry import Context, run_collectors
-from .sources import LocalSource
 
 #: the collectors a reading runs, in their registry order (kernel_log maps bus ids by gpu_health)
 WATCH_COLLECTORS = ("gpu_health", "kernel_log")
@@ -57,6 +54,10 @@ def read_health(lookback_h: float = MIN_LOOKBACK_H, timeout_s: float = 30.0) -> 
     ``lookback_h`` is the kernel-log window. Nothing is kept on disk: the collectors' raw reads
     go to a temporary directory removed on return.
     """
+    from ..probe import Options  # the collector stack only for a reading here, not to compare saved ones
+    from .registry import Context, run_collectors
+    from .sources import LocalSource
+
     started = time.monotonic()
     opts = Options(timeout_s=max(1.0, timeout_s / 2), kernel_log_hours=max(MIN_LOOKBACK_H, float(lookback_h)))
     with tempfile.TemporaryDirectory(prefix="vllm-runbooks-health-") as tmp:
