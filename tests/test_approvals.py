@@ -179,3 +179,27 @@ def test_signing_asked_for_and_failing_is_refused_not_recorded_unsigned(tmp_path
     with pytest.raises(ApprovalRefused, match="ssh-keygen -Y sign failed"):
         approve(run_dir, "bob", "approve", key_file=str(bad))
     assert check_approvals(run_dir) == []
+
+
+def test_runs_verify_with_approvals_reads_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The approvals' check rides on the verification ``runs --verify`` already did (one memo):
+    before, it hashed the whole manifest again, then every cited artefact and the record a third time."""
+    run_dir = recorded_run(tmp_path)
+    approve(run_dir, "bob", "approve")
+    manifest = runjson.load_run(run_dir)["artefacts"]
+    read: list[str] = []
+    real_open = Path.open
+
+    def counting_open(self: Path, mode: str = "r", *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        if "b" in mode and self.name != "run.json":
+            read.append(self.relative_to(run_dir).as_posix())
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    summary = summarise_run(run_dir, verify=True)
+    monkeypatch.undo()
+    assert summary.tampered == []
+    assert sorted(read) == sorted(manifest)
+    (run_dir / "canary" / "canary_report.json").write_text('{"schema": "canary_report", "verdict": "fail"}')
+    tampered = summarise_run(run_dir, verify=True).tampered
+    assert tampered[0] == "canary/canary_report.json" and "stale" in tampered[1]

@@ -203,3 +203,35 @@ def test_the_records_schema_table_agrees_with_the_result_registry() -> None:
         registry[cls.ARTEFACT] = cls.SCHEMA
     assert RESULT_SCHEMAS.items() <= registry.items()
     assert len(RESULT_SCHEMAS) >= 7
+
+
+def test_an_unsigned_run_json_that_lists_nothing_gets_one_answer_everywhere(tmp_path: Path) -> None:
+    """Issue 22: ``runs --verify`` called it edited while the record, the artefact reader and the
+    runner did not. One answer (``runjson``'s docstring): unsigned, not edited, vouching for
+    nothing — every file beside it is unlisted and its entries cite nothing."""
+    from vllm_runbooks.record import build_record
+    from vllm_runbooks.record.sources import RunView
+
+    run_dir = tmp_path / "run"
+    (run_dir / "canary").mkdir(parents=True)
+    entry = {"name": "canary_validation", "status": "ok", "headline": {"verdict": "pass", "figures": {}}}
+    data = {"schema": "run", "run_id": "run", "runbooks": [entry]}  # written by hand: no signature, no artefacts
+    (run_dir / "run.json").write_text(json.dumps(data))
+    report = run_dir / "canary" / "canary_report.json"
+    report.write_text(json.dumps({"schema": "canary_report", "verdict": "pass", "steps": []}))
+    assert runjson.run_json_edited(data) is None
+    assert runjson.signature_status(data)[0] == "unsigned"
+    check = runjson.check_run(run_dir, unlisted=True)
+    assert check.state == "unsigned" and [(c.rel, c.status) for c in check.files] == [
+        ("canary/canary_report.json", "unlisted")
+    ]
+    summary = summarise_run(run_dir, verify=True)
+    assert summary.tampered == ["canary/canary_report.json (not in the manifest)"]
+    assert summary.signature == "unsigned"
+    with pytest.raises(runjson.ArtefactError, match="not in run.json's artefact manifest"):
+        runjson.verify_artefact(run_dir, report)
+    assert runjson.latest_artefact(run_dir, "canary/canary_report.json") is None  # unlisted: no attempt
+    assert RunView.load(run_dir).unproven  # its entry cites nothing
+    record = build_record(run_dir)
+    assert record.machine_signature["status"] == "unsigned" and record.verdict != "ready"
+    assert any(m.startswith("canary_validation") for m in record.missing)

@@ -124,3 +124,28 @@ def test_oversized_and_missing_files_are_refused(tmp_path: Path, monkeypatch: py
     assert res.verdict == "inconclusive" and "import cap" in res.reason
     res = run(Config(endpoint=None, results_file=str(tmp_path / "nope.json")), quiet=True)
     assert res.verdict == "inconclusive" and "cannot read" in res.reason
+
+
+@pytest.mark.parametrize("kind", ["vllm_bench", "guidellm"])
+def test_a_deeply_nested_results_file_is_inconclusive_not_a_recursion_error(tmp_path: Path, kind: str) -> None:
+    """Issue 22: the importer read JSON without the depth guard, so nesting too deep for the parser
+    crashed runbook 05 with RecursionError instead of the promised "inconclusive (with why)"."""
+    deep = "[" * 200_000 + "]" * 200_000
+    head = '{"ttfts": [0.1], "request_throughput": 1, "errors": ' if kind == "vllm_bench" else '{"benchmarks": '
+    path = tmp_path / "results.json"
+    path.write_text(head + deep + "}")
+    res = run(Config(endpoint=None, results_file=str(path)), quiet=True)
+    assert res.verdict == "inconclusive"
+    assert "not readable JSON" in res.reason and "nested too deeply" in res.reason
+
+
+def test_non_utf8_bytes_in_a_results_file_are_replaced_and_said(tmp_path: Path) -> None:
+    """The one bounded reader replaces bytes that are not UTF-8 and says so: the import still
+    counts the requests instead of refusing the whole file for one byte in a model name."""
+    data = json.loads(BENCH.read_text())
+    raw = json.dumps({**data, "model_id": "MODEL"}).encode().replace(b"MODEL", b"m\xff")
+    path = tmp_path / "odd.json"
+    path.write_bytes(raw)
+    res = run(Config(endpoint=None, results_file=str(path)), quiet=True)
+    assert res.model == "m\ufffd" and res.totals["requests"] == len(data["ttfts"])
+    assert any("not UTF-8" in w for w in res.warnings), res.warnings

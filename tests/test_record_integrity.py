@@ -23,6 +23,7 @@ from notebook_factory import make_template
 from run_factory import write_run
 from vllm_runbooks.console.incident import Incident
 from vllm_runbooks.execution import runjson, runner
+from vllm_runbooks.execution import runs as runs_reader
 from vllm_runbooks.execution.runjson import (
     ArtefactError,
     latest_artefact,
@@ -125,6 +126,119 @@ def test_a_deeply_nested_run_json_is_a_reason_in_every_reader(tmp_path: Path) ->
         Incident(run_dir).run_json()
     with pytest.raises(ArtefactError, match="nested too deeply"):
         verify_artefact(run_dir, run_dir / "run.json")
+
+
+def test_every_reader_takes_the_one_run_json_bound(tmp_path: Path) -> None:
+    """Issue 22: four bounds (64, 64, 32 and 4 MiB) meant a run ``runs`` lists could be refused by
+    06 or 08. A 5 MiB run.json (over the old 4 MiB of the history) reads everywhere; one byte over
+    the one bound is refused everywhere, each reader saying why."""
+    runs = tmp_path / "runs"
+    run_dir = runs / "big"
+    entry = {"name": "smoke", "status": "ok", "started_at": "2026-12-01T00:00:00Z", "headline": {"verdict": "pass"}}
+    write_run(run_dir, [entry], {})
+    data = runjson.load_run(run_dir)
+    data["padding"], data["status"] = "x" * (5 << 20), "ok"
+    runjson._write_run_json(run_dir / "run.json", data)  # signed by the runner's own writer
+    assert (run_dir / "run.json").stat().st_size > 5 << 20
+    summary = runs_reader.summarise_run(run_dir, verify=True)
+    assert (summary.status, summary.tampered, summary.verdicts) == ("ok", [], {"smoke": "pass"})
+    assert RunView.load(run_dir).entries["smoke"].verdict == "pass"
+    assert [p.status for p in read_points(runs)] == ["ok"]
+    assert Incident(run_dir).run_json()["runbooks"][0]["name"] == "smoke"
+    body = json.dumps({"runbooks": [], "padding": ""})
+    over = body.replace('""', '"' + "x" * (runjson.RUN_JSON_MAX_BYTES + 1 - len(body)) + '"')
+    (run_dir / "run.json").write_text(over, encoding="utf-8")
+    assert (run_dir / "run.json").stat().st_size == runjson.RUN_JSON_MAX_BYTES + 1
+    bound = f"larger than {runjson.RUN_JSON_MAX_BYTES} bytes"
+    assert bound in (runs_reader.summarise_run(run_dir).reason or "")
+    with pytest.raises(RecordRefused, match=bound):
+        RunView.load(run_dir)
+    assert bound in (read_points(runs)[0].reason or "")
+    with pytest.raises(ValueError, match=bound):
+        Incident(run_dir).run_json()
+    with pytest.raises(ArtefactError, match=bound):
+        runjson.run_manifest(run_dir)
+
+
+# -- the one manifest verifier ------------------------------------------------------------------
+def test_the_verifier_says_per_file_ok_changed_missing_or_unlisted(tmp_path: Path) -> None:
+    files = {"a/ok.json": {"n": 1}, "a/changed.json": {"n": 2}, "a/missing.json": {"n": 3}}
+    _write_run(tmp_path, [{"name": "smoke", "status": "ok"}], files)
+    (tmp_path / "a" / "changed.json").write_text('{"n": 20}', encoding="utf-8")
+    (tmp_path / "a" / "missing.json").unlink()
+    _write(tmp_path, "a/planted.json", {"n": 4})
+    check = runjson.check_run(tmp_path, unlisted=True)
+    assert check.state == "signed"
+    status = {c.rel: c.status for c in check.files}
+    assert {k: v for k, v in status.items() if k.startswith("a/")} == {
+        "a/ok.json": "ok",
+        "a/changed.json": "changed",
+        "a/missing.json": "missing",
+        "a/planted.json": "unlisted",
+    }
+    why = {c.rel: c.why for c in check.problems}
+    assert "sha256 differs from run.json" in why["a/changed.json"]
+    assert "listed in run.json but missing" in why["a/missing.json"]
+    assert "not in run.json's artefact manifest" in why["a/planted.json"]
+    # every reader says the same about the same files
+    assert runs_reader.summarise_run(tmp_path, verify=True).tampered == [
+        "a/changed.json",
+        "a/missing.json",
+        "a/planted.json (not in the manifest)",
+    ]
+    with pytest.raises(RecordRefused, match=r"a/changed\.json: sha256 differs from run\.json"):
+        build_record(tmp_path)
+    with pytest.raises(ArtefactError, match="sha256 differs from run.json"):
+        verify_artefact(tmp_path, tmp_path / "a" / "changed.json")
+    with pytest.raises(ArtefactError, match="not in run.json's artefact manifest"):
+        verify_artefact(tmp_path, tmp_path / "a" / "planted.json")
+    verify_artefact(tmp_path, tmp_path / "a" / "ok.json")
+
+
+def test_a_listed_path_outside_the_run_is_never_read(tmp_path: Path) -> None:
+    secret = tmp_path / "outside.txt"
+    secret.write_text("not part of the run", encoding="utf-8")
+    run_dir = tmp_path / "run"
+    _write_run(run_dir, [], {})
+    data = runjson.load_run(run_dir)
+    data["artefacts"]["../outside.txt"] = sha256_file(secret)
+    runjson._write_run_json(run_dir / "run.json", data)  # a signed manifest that points outside
+    (bad,) = runjson.check_run(run_dir).problems
+    assert (bad.rel, bad.status, bad.sha256) == ("../outside.txt", "missing", None) and "outside" in bad.why
+    with pytest.raises(RecordRefused, match="outside"):
+        build_record(run_dir)
+
+
+def test_runbook_06_hashes_each_file_once_with_evidence_sums(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run.json's manifest and evidence's SHA256SUMS list the same files: each is read once."""
+    from conftest import R575
+    from vllm_runbooks.evidence import collect_evidence
+    from vllm_runbooks.record.integrity import verify_run
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    notebook = run_dir / "01_evidence_capture.ipynb"
+    notebook.write_text("{}", encoding="utf-8")
+    runjson.record_running(run_dir, "evidence_capture", notebook, {}, "e1")
+    collect_evidence(R575, run_dir=run_dir)
+    record_run(run_dir, RunbookResult("evidence_capture", str(notebook), None, "ok", "t0", "t1", 0.1, {}), "e1")
+    manifest = runjson.load_run(run_dir)["artefacts"]
+    assert "evidence/SHA256SUMS" in manifest
+    view = RunView.load(run_dir)
+    read: list[str] = []
+    real_open = Path.open
+
+    def counting_open(self: Path, mode: str = "r", *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        read.append(str(self))
+        return real_open(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", counting_open)
+    assert verify_run(view) == manifest
+    monkeypatch.undo()
+    assert sorted(read) == sorted(str(run_dir / rel) for rel in manifest)  # each listed file, once
+    (run_dir / "evidence" / "raw" / "os-release").write_text("edited", encoding="utf-8")
+    with pytest.raises(RecordRefused, match=r"evidence/raw/os-release: sha256 differs"):
+        verify_run(RunView.load(run_dir))
 
 
 # -- console cancel -----------------------------------------------------------------------------

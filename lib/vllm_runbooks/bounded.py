@@ -4,13 +4,17 @@ Why one module: request JSONL, tool schemas, nccl-tests output and the like come
 and schedulers, so each may be huge, binary, one endless line or JSON nested a million deep.
 Every reader here states its bound, never holds more than it, and says in plain words when it
 cut, so the caller can turn the cut into a finding instead of a crash or a silent partial read.
-(Logs, which may be compressed and are streamed through redaction, have their own reader.)
+One JSON reader (:func:`load_json`: bytes and nesting) serves run.json, saved records and
+imported results alike; lines are split by the one line splitter, the log reader
+(``logs.reader.LogReader``), which :func:`iter_lines` decodes for a user-handed text file.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,39 +70,39 @@ class Line:
     non_utf8: bool = False
 
 
+#: Bytes read per block by :func:`iter_lines` at most (a small line bound reads in small blocks).
+LINE_READ_BLOCK = 1024 * 1024
+
+
 def iter_lines(
     path: str | Path, max_bytes: int, max_line_bytes: int = MAX_LINE_BYTES, notes: list[str] | None = None
 ) -> Iterator[Line]:
-    """Lines of a file, each at most ``max_line_bytes``, the whole read at most ``max_bytes``.
+    """Lines of a file as text, each at most ``max_line_bytes``, the whole read at most ``max_bytes``.
 
-    A longer line is yielded cut (``skipped_bytes`` says by how much); reading stops at the byte
-    bound. What was cut goes to ``notes`` as a sentence. Opening raises OSError.
+    Why through the log reader: one splitter for every line read (plain or compressed, a pipe, one
+    endless line); this adds the decoding and the sentences. A longer line is yielded cut
+    (``skipped_bytes`` says by how much); reading stops at the byte bound (a last line may be cut
+    there). What was cut or not read goes to ``notes``. Opening raises OSError.
     """
-    total = 0
-    with open(path, "rb") as handle:
-        number = 0
-        while True:
-            if total >= max_bytes:
-                if handle.read(1) and notes is not None:
-                    notes.append(f"{path} is larger than {max_bytes} bytes: the rest was not read")
-                return
-            raw = handle.readline(max_line_bytes + 1)  # the byte bound is passed by one line at most
-            if not raw:
-                return
-            number += 1
-            total += len(raw)
-            skipped = 0
-            if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
-                raw = raw[:max_line_bytes]
-                while more := handle.readline(1024 * 1024):
-                    skipped += len(more)
-                    total += len(more)
-                    if more.endswith(b"\n") or total >= max_bytes:
-                        break
-                if notes is not None:
-                    notes.append(f"line {number}: longer than {max_line_bytes} bytes, cut")
+    from .logs.reader import LogReader, LogUnreadable
+
+    try:
+        reader = LogReader(Path(path), max_bytes=max_bytes, max_line_bytes=max_line_bytes)
+    except LogUnreadable as exc:
+        raise OSError(f"{path}: {exc}") from None
+    with reader:
+        block = max(64 * 1024, min(LINE_READ_BLOCK, reader.max_line_bytes))
+        for number, raw, skipped in reader.cut_lines(block):
+            if skipped and notes is not None:
+                notes.append(f"line {number}: longer than {reader.max_line_bytes} bytes, cut")
             text, bad = _decode(raw)
-            yield Line(number, text.rstrip("\r\n"), skipped, bad)
+            yield Line(number, text, skipped, bad)
+        st = reader.stats
+        whole = st.compression is None and st.file_bytes is not None and st.file_bytes <= st.bytes_read
+        if notes is not None:
+            if st.truncated and not whole:
+                notes.append(f"{path} is larger than {max_bytes} bytes: the rest was not read")
+            notes.extend(f"{path}: {why}" for why in st.unread)
 
 
 def loads_json(text: str | bytes, what: str = "JSON") -> Any:
@@ -109,13 +113,35 @@ def loads_json(text: str | bytes, what: str = "JSON") -> Any:
         raise ValueError(f"{what} is nested too deeply to read") from None
 
 
-def load_json(path: str | Path, max_bytes: int) -> tuple[Any, list[str]]:
-    """A JSON file read with a byte bound: (value, notes). ValueError when too big, too deep or not
-    JSON (a JSON document cut short is not JSON); OSError when it cannot be opened."""
-    got = read_text(path, max_bytes)
-    if got.cut:
-        raise ValueError(f"{path} is larger than {max_bytes} bytes: not read")
-    return loads_json(got.text, str(path)), got.notes()
+class TooLarge(ValueError):
+    """A file refused whole because it is larger than its bound (the caller words its own cap)."""
+
+    def __init__(self, path: str | Path, max_bytes: int, size: int | None = None) -> None:
+        self.path, self.max_bytes, self.size = str(path), max_bytes, size
+        super().__init__(f"{path} is larger than {max_bytes} bytes: not read")
+
+
+def load_json(path: str | Path, max_bytes: int, *, utf8_only: bool = False) -> tuple[Any, list[str]]:
+    """A JSON file read with a byte bound: (value, notes). The one bounded JSON reader.
+
+    :class:`TooLarge` (a ValueError) when larger than ``max_bytes`` (a regular file is refused by
+    its size, before a byte is read); ValueError when nested too deep for the parser or not JSON
+    (a document cut short is not JSON); OSError when it cannot be opened. Bytes that are not UTF-8
+    are replaced and said in the notes, or refused (ValueError) with ``utf8_only``: a file only
+    this program writes (run.json) that holds them was not written by it.
+    """
+    with open(path, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        if stat.S_ISREG(st.st_mode) and st.st_size > max_bytes:
+            raise TooLarge(path, max_bytes, st.st_size)
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise TooLarge(path, max_bytes)
+    text, bad = _decode(data)
+    if bad and utf8_only:
+        raise ValueError(f"{path} holds bytes that are not UTF-8: not read")
+    notes = [f"{path} holds bytes that are not UTF-8: they were replaced (U+FFFD)"] if bad else []
+    return loads_json(text, str(path)), notes
 
 
 #: Most nodes (scalars, lists, mappings) a user-handed YAML document may hold: a parameters file

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..bounded import load_json
-from ..execution.runjson import ArtefactError, sha256_file, verify_artefact
+from ..execution import runjson
+from ..execution.runjson import ArtefactError, check_files, verify_artefact
 from ..records import Record
 from ..stage import Headline, ResultMixin, register_result
 
@@ -200,11 +201,8 @@ class Evidence(ResultMixin, Record):
         if verify:
             if p.parent.name == "evidence":
                 verify_artefact(p.parent.parent, p)
-            bad = [
-                rel
-                for rel, h in ev.artefacts.items()
-                if not (p.parent / rel).is_file() or sha256_file(p.parent / rel) != h
-            ]
+            listed = {str(rel): str(h) for rel, h in ev.artefacts.items()}
+            bad = [c.rel for c in check_files(p.parent, listed, source=EVIDENCE_FILE) if c.status != runjson.OK]
             if bad:
                 raise ArtefactError(
                     p.parent / bad[0], f"evidence artefacts missing or changed since capture: {', '.join(bad)}"

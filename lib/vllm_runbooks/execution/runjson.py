@@ -4,7 +4,15 @@ Every runbook executed into a run directory adds one entry (``running`` before i
 result after), and every write refreshes the append-only sha256 manifest of the run's artefacts
 and a signature over the record, so ``runs --verify`` and runbook 06 notice a hand edit or an
 altered artefact. Readers (runs, stage, record, history, console) go through
-:func:`read_run_json`. This module does not import the runner.
+:func:`read_run_json` (one bound, :data:`RUN_JSON_MAX_BYTES`), and every check of files against a
+manifest (run.json's, evidence's own, ``SHA256SUMS``) through :func:`check_files` /
+:func:`check_run`, which say per file ``ok``, ``changed``, ``missing`` or ``unlisted`` and why.
+
+An unsigned run.json that lists no artefacts is **unsigned, not edited** (everywhere:
+:func:`run_json_edited`, :func:`check_run`, ``runs --verify``, runbook 06): no runner write made
+it (every write signs), so it vouches for nothing: each file beside it is ``unlisted`` (refused
+by the readers, flagged by ``runs --verify``) and its entries cite nothing. An unsigned run.json
+that does list artefacts is edited. This module does not import the runner.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,24 +46,22 @@ RUN_JSON = "run.json"
 LOCK_FILE = ".run.lock"
 
 
-#: A run.json larger than this is not read (a record of a few runbooks is a few KiB).
-RUN_JSON_MAX_BYTES = 64 * 1024 * 1024
+#: The one run.json bound, for every reader (runs, 06, 08, the console, the runner): a record of
+#: a few runbooks is a few KiB, a manifest of 100 000 files about 10 MiB.
+RUN_JSON_MAX_BYTES = 32 * 1024 * 1024
 
 
-def read_run_json(path: Path, max_bytes: int = RUN_JSON_MAX_BYTES) -> Any:
-    """run.json's content, bounded: ValueError when too big, too deep or not JSON; OSError when unreadable.
+def read_run_json(path: Path, max_bytes: int | None = None) -> Any:
+    """run.json's content, bounded: ValueError when too big, too deep, not UTF-8 or not JSON; OSError
+    when unreadable.
 
-    The one run.json reader (runs, stage, record, history, console): a hostile run.json nested
-    200 000 deep is a ValueError here, never a RecursionError in a reader that forgot it.
+    The one run.json reader, through the one bounded JSON reader (``bounded.load_json``): a hostile
+    run.json nested 200 000 deep is a ValueError here, never a RecursionError in a reader that
+    forgot it. Every reader takes the one bound, :data:`RUN_JSON_MAX_BYTES` (read at each call), so
+    a run that one reader reads is never refused by another; pass no ``max_bytes`` (it stays only
+    while ``record/sources.py`` still passes its own bound, equal to this one).
     """
-    with path.open("rb") as handle:
-        raw = handle.read(max_bytes + 1)
-    if len(raw) > max_bytes:
-        raise ValueError(f"larger than {max_bytes} bytes")
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
+    return load_json(path, RUN_JSON_MAX_BYTES if max_bytes is None else max_bytes, utf8_only=True)[0]
 
 
 @contextlib.contextmanager
@@ -459,29 +466,155 @@ def sha256_file(path: Path) -> str:
 #: A saved record larger than this is not read (a record is a few KiB; a run dir may be hostile).
 ARTEFACT_JSON_MAX_BYTES = 64 * 1024 * 1024
 
+# -- the one manifest verifier ------------------------------------------------------------------
+OK, CHANGED, MISSING, UNLISTED = "ok", "changed", "missing", "unlisted"
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """One file against a sha256 manifest: ``ok``, ``changed``, ``missing`` or ``unlisted``, and why.
+
+    Why typed: ``verify_artefact``, ``runs --verify``, runbook 06, the evidence reader and the
+    approvals each word a refusal their own way, but they must agree on what is wrong.
+    """
+
+    rel: str
+    status: str
+    why: str = ""
+    sha256: str | None = None  # the file's sha256 now, when it was read
+
+
+def _unlisted(rel: str, source: str) -> FileCheck:
+    return FileCheck(rel, UNLISTED, f"not in {source}'s artefact manifest: written after the run recorded it")
+
+
+def check_files(
+    base: str | Path,
+    manifest: Mapping[str, str],
+    *,
+    source: str = RUN_JSON,
+    names: Iterable[str] | None = None,
+    confined: bool = True,
+    hashed: dict[str, str] | None = None,
+) -> list[FileCheck]:
+    """Each file ``manifest`` lists (or only ``names``, listed or not), hashed once, against it.
+
+    ``source`` names the manifest in the reasons (run.json, evidence.json, evidence/SHA256SUMS).
+    ``confined``: a listed path that resolves outside ``base`` is not read (``missing``, saying
+    so). ``hashed`` (resolved path → sha256) is shared by the checks of one verification, so a file
+    listed by two manifests (run.json and ``SHA256SUMS``) is read once.
+    """
+    root = Path(base)
+    memo = hashed if hashed is not None else {}
+    out = []
+    for rel in sorted(set(names) if names is not None else manifest):
+        expected = manifest.get(rel)
+        if expected is None:
+            out.append(_unlisted(rel, source))
+            continue
+        path = root / rel
+        resolved = path.resolve()
+        if confined and not resolved.is_relative_to(root.resolve()):
+            out.append(FileCheck(rel, MISSING, f"listed in {source} but outside {root}: not read"))
+            continue
+        if not path.is_file():
+            out.append(FileCheck(rel, MISSING, f"listed in {source} but missing — removed after it was recorded"))
+            continue
+        try:
+            now = memo[str(resolved)] if str(resolved) in memo else sha256_file(path)
+        except OSError as exc:
+            out.append(FileCheck(rel, MISSING, f"listed in {source} but unreadable ({exc.strerror or exc})"))
+            continue
+        memo[str(resolved)] = now
+        if now != expected:
+            out.append(FileCheck(rel, CHANGED, f"sha256 differs from {source} — altered after it was recorded", now))
+        else:
+            out.append(FileCheck(rel, OK, "", now))
+    return out
+
+
+@dataclass
+class RunCheck:
+    """A run directory against its run.json: run.json's own state, its manifest, and each file checked.
+
+    ``state``: ``absent`` (no run.json: nothing to check against), ``unreadable``, ``edited``,
+    ``unsigned`` (no signature, nothing listed: vouches for nothing) or ``signed``.
+    """
+
+    run_dir: str
+    state: str
+    why: str = ""
+    manifest: dict[str, str] = field(default_factory=dict)
+    files: list[FileCheck] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[FileCheck]:
+        """The files that are not ``ok``."""
+        return [f for f in self.files if f.status != OK]
+
+    def refuse(self) -> None:
+        """Raise :class:`ArtefactError` naming run.json when it cannot vouch (unreadable, edited), else
+        the first file that is not ``ok``; nothing when everything checked is."""
+        if self.state in ("unreadable", "edited"):
+            raise ArtefactError(Path(self.run_dir) / RUN_JSON, self.why)
+        for bad in self.problems:
+            raise ArtefactError(Path(self.run_dir) / bad.rel, bad.why)
+
+
+def check_run(
+    run_dir: str | Path,
+    data: Mapping[str, Any] | None = None,
+    *,
+    names: Iterable[str] | None = None,
+    unlisted: bool = False,
+    hashed: dict[str, str] | None = None,
+) -> RunCheck:
+    """The one verifier of a run directory: run.json's signature, then every file it lists (or
+    only ``names``), and with ``unlisted`` every file of the directory it does not list.
+
+    ``data``: run.json as the caller already read it (through :func:`read_run_json`); read here
+    otherwise. Never raises for what it finds: the caller words the refusal (:meth:`RunCheck.refuse`,
+    ``runs --verify``, runbook 06). The files are checked even when run.json is edited, so a report
+    can name both.
+    """
+    root = Path(run_dir)
+    if not (root / RUN_JSON).is_file():
+        return RunCheck(str(root), "absent", f"no {RUN_JSON}: nothing recorded to check against")
+    if data is None:
+        try:
+            data = read_run_json(root / RUN_JSON)
+            if not isinstance(data, dict):
+                raise ValueError(f"holds {type(data).__name__}, not a run record")
+        except (OSError, ValueError) as exc:
+            return RunCheck(str(root), "unreadable", f"run manifest unreadable ({exc})")
+    listed = data.get("artefacts") or {}
+    if not isinstance(listed, dict):
+        return RunCheck(str(root), "unreadable", "run manifest unreadable (its artefact list is not a mapping)")
+    manifest = {str(k): str(v) for k, v in listed.items()}
+    edited = run_json_edited(data)
+    if edited:
+        state, why = "edited", edited
+    elif data.get("signature") is None:
+        state, why = "unsigned", "run.json has no signature and lists no artefacts: it vouches for nothing"
+    else:
+        state, why = "signed", ""
+    files = check_files(root, manifest, names=names, hashed=hashed)
+    if unlisted:
+        files += [_unlisted(rel, RUN_JSON) for rel in unlisted_files(root, {"artefacts": manifest})]
+    return RunCheck(str(root), state, why, manifest, files)
+
 
 def run_manifest(run_dir: str | Path) -> dict[str, str] | None:
     """The run's sha256 manifest (relative path → sha256), or None when the folder has no run.json.
 
-    Read through :func:`read_run_json` (the one bounded run.json reader); an unreadable or
-    edited run.json raises :class:`ArtefactError` naming it: its list cannot vouch for anything.
+    An unreadable or edited run.json raises :class:`ArtefactError` naming it: its list cannot
+    vouch for anything.
     """
-    manifest_file = Path(run_dir) / RUN_JSON
-    if not manifest_file.is_file():
+    check = check_run(run_dir, names=())
+    if check.state == "absent":
         return None
-    try:
-        data = read_run_json(manifest_file)
-        if not isinstance(data, dict):
-            raise ValueError(f"holds {type(data).__name__}, not a run record")
-        listed = data.get("artefacts") or {}
-        if not isinstance(listed, dict):
-            raise ValueError("its artefact list is not a mapping")
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ArtefactError(manifest_file, f"run manifest unreadable ({exc})") from exc
-    edited = run_json_edited(data)
-    if edited:
-        raise ArtefactError(manifest_file, edited)
-    return {str(k): str(v) for k, v in listed.items()}
+    check.refuse()
+    return check.manifest
 
 
 def verify_artefact(run_dir: str | Path, path: Path) -> None:
@@ -490,26 +623,25 @@ def verify_artefact(run_dir: str | Path, path: Path) -> None:
     A file whose hash differs is refused, and so is a file the manifest does not list (planted
     after the runbooks ran). Without run.json (an interactive run) there is nothing to check.
     """
-    manifest = run_manifest(run_dir)
-    if manifest is None:
-        return
     rel = path.resolve().relative_to(Path(run_dir).resolve()).as_posix()
-    expected = manifest.get(rel)
-    if expected is None:
-        raise ArtefactError(path, "not in run.json's artefact manifest: written after the run recorded it")
-    if sha256_file(path) != expected:
-        raise ArtefactError(path, "changed since the run recorded it (sha256 differs from run.json)")
+    check_run(run_dir, names=[rel]).refuse()
 
 
 def latest_artefact(run_dir: str | Path, relpath: str) -> Path | None:
     """The newest of ``relpath``, ``name-2``, ``name-3``… (a re-run cell never overwrites).
 
     Where the folder has a run.json only files its manifest lists count: a planted
-    ``name-9.json`` is not the newest attempt.
+    ``name-9.json`` is not the newest attempt. An unreadable or edited run.json raises
+    :class:`ArtefactError`.
     """
+    return newest_listed(run_dir, relpath, run_manifest(run_dir))
+
+
+def newest_listed(run_dir: str | Path, relpath: str, manifest: Mapping[str, str] | None) -> Path | None:
+    """:func:`latest_artefact` with the manifest a caller has already read and checked (None: the
+    folder has no run.json, every attempt counts), so a reader of many files parses run.json once."""
     target = Path(run_dir) / relpath
     pattern = re.compile(rf"^{re.escape(target.stem)}(?:-(\d+))?{re.escape(target.suffix)}$", re.ASCII)
-    manifest = run_manifest(run_dir)
     folder = Path(relpath).parent
     found: list[tuple[int, Path]] = []
     if target.parent.is_dir():
@@ -529,10 +661,15 @@ def read_artefact_json(run_dir: str | Path, relpath: str, schema: str | None = N
     Raises ``FileNotFoundError`` when absent and :class:`ArtefactError` (naming the file) when it
     changed, is not JSON, or holds another kind of record.
     """
-    path = latest_artefact(run_dir, relpath)
+    manifest = run_manifest(run_dir)  # run.json read once: the newest attempt, then its hash
+    path = newest_listed(run_dir, relpath, manifest)
     if path is None:
         raise FileNotFoundError(f"no {relpath} in {run_dir}")
-    verify_artefact(run_dir, path)
+    if manifest is not None:
+        rel = path.resolve().relative_to(Path(run_dir).resolve()).as_posix()
+        for bad in check_files(run_dir, manifest, names=[rel]):
+            if bad.status != OK:
+                raise ArtefactError(path, bad.why)
     try:
         data = load_json(path, ARTEFACT_JSON_MAX_BYTES)[0]
     except (OSError, ValueError) as exc:

@@ -12,18 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..execution.runjson import sha256_file
 from ..records import Record
 from ..resources import default_runs_dir
-from .runjson import (
-    APPROVALS_DIR,
-    RUN_JSON,
-    is_run_bookkeeping,
-    read_run_json,
-    run_json_edited,
-    running_state,
-    signature_status,
-)
+from .runjson import APPROVALS_DIR, RUN_JSON, UNLISTED, check_run, read_run_json, running_state, signature_status
 
 
 @dataclasses.dataclass
@@ -97,26 +88,23 @@ def summarise_run(run_dir: str | Path, verify: bool = False) -> RunSummary:
 
 
 def _verify(path: Path, data: dict[str, Any]) -> list[str]:
-    """What no longer matches run.json: changed or missing artefacts, files the manifest does not
-    list (a notebook left by a killed run), and run.json itself when its signature does not match."""
-    found: list[str] = []
-    if not isinstance(data.get("signature"), dict) or run_json_edited(data):
-        found.append(f"{RUN_JSON} (edited: its signature does not match)")
-    listed = data.get("artefacts") if isinstance(data.get("artefacts"), dict) else {}
-    for rel, digest in listed.items():
-        artefact = path / str(rel)
-        if not artefact.is_file() or sha256_file(artefact) != digest:
-            found.append(str(rel))
-    for p in sorted(path.rglob("*")):
-        rel = p.relative_to(path)
-        if (p.is_file() or p.is_symlink()) and not is_run_bookkeeping(rel) and str(rel) not in listed:
-            found.append(f"{rel} (not in the manifest)")
+    """What no longer matches run.json, through the one verifier (``runjson.check_run``): changed
+    or missing artefacts, files the manifest does not list (a notebook left by a killed run), run.json
+    itself when its signature does not match, and approvals whose evidence changed.
+
+    An unsigned run.json that lists nothing is not called edited (see ``runjson``): it vouches for
+    nothing, so every file beside it is flagged as unlisted, and ``signature`` says ``unsigned``.
+    """
+    hashed: dict[str, str] = {}
+    check = check_run(path, data, unlisted=True, hashed=hashed)
+    found = [f"{RUN_JSON} (edited: its signature does not match)"] if check.state == "edited" else []
+    found += [f"{c.rel} (not in the manifest)" if c.status == UNLISTED else c.rel for c in check.problems]
     if (path / APPROVALS_DIR).is_dir():
         from ..record.approvals import check_approvals  # the record package reads this layer, not the reverse
 
         found += [
             f"{c.file} (approval by {c.approver}: {c.status}: {c.why})"
-            for c in check_approvals(path)
+            for c in check_approvals(path, hashed=hashed)
             if c.status in ("stale", "forged", "unreadable")
         ]
     return found
@@ -233,7 +221,7 @@ def load_results(run_dir: str | Path) -> RunResults:
     try:
         names = [e.get("name") for e in read_run_json(Path(run_dir) / RUN_JSON)["runbooks"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        out.refused["run.json"] = f"unreadable: {exc}"
+        out.refused[RUN_JSON] = f"unreadable: {exc}"
         return out
     for name in dict.fromkeys(n for n in names if isinstance(n, str)):
         try:

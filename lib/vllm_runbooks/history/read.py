@@ -2,8 +2,9 @@
 
 Generic on purpose: a runbook's headline (verdict + figures) is all that is read, so runbooks
 added later appear without code. Bounded: at most ``max_runs`` run directories (the newest), a
-run.json of at most ``MAX_RUN_JSON`` bytes, nested figures to depth 3; an unreadable run is kept
-as a point with the reason, never dropped silently.
+run.json within the one bound every reader uses (``runjson.RUN_JSON_MAX_BYTES``: a run that
+``runs`` lists is never refused here), nested figures to depth 3; an unreadable run is kept as a
+point with the reason, never dropped silently.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 from ..execution.runjson import RUN_JSON, read_run_json
 from ..records import Record
 
-MAX_RUN_JSON = 4 << 20
 MAX_DEPTH = 3
 #: the history's own runbook: its entries are not part of the history it draws
 SELF = "validation_history"
@@ -53,7 +53,7 @@ def flatten(figures: Any, prefix: str, depth: int = 0) -> dict[str, float]:
 def _run_points(run_dir: Path) -> list[Point]:
     path = run_dir / RUN_JSON
     try:
-        data = read_run_json(path, MAX_RUN_JSON)  # bounded in size and depth
+        data = read_run_json(path)  # the one bound, in size and depth
         if not isinstance(data, dict) or not isinstance(data.get("runbooks"), list):
             raise ValueError("not a run record")
     except FileNotFoundError:

@@ -6,17 +6,18 @@ re-running anything. Each benchmark in the file becomes one ramp level (its conc
 request rate when it had no concurrency limit), and every request becomes a ``RequestRecord``,
 so the percentiles are computed the same way the tool computed them (numpy's linear percentile).
 
-Hostile input: the file is read under a byte cap, must be JSON of a recognised shape, and every
+Hostile input: the file is read by the one bounded JSON reader (``bounded.load_json``: a byte
+cap, nesting too deep for the parser refused), must be JSON of a recognised shape, and every
 field is type-checked; anything else gives an ``inconclusive`` result that says what was wrong.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
+from ..bounded import TooLarge, load_json
 from ..records import utc_now
 from .records import RequestRecord, summarise
 from .result import LevelResult, LoadCheckResult, StageOutcome, StageStatus
@@ -34,19 +35,17 @@ def _num(x: Any) -> float | None:
     return float(x) if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) else None
 
 
-def read_json(path: str | Path) -> Any:
-    """The file's JSON under the byte cap, or ResultsFileError saying why not."""
-    p = Path(path)
+def _read(path: str | Path) -> tuple[Any, list[str]]:
+    """The file's JSON and the reader's notes, or ResultsFileError saying why not (in the import's words)."""
     try:
-        size = p.stat().st_size
+        return load_json(path, MAX_FILE_BYTES)
+    except TooLarge as exc:
+        size = f"{exc.size} bytes" if exc.size is not None else f"over {MAX_FILE_BYTES} bytes"
+        raise ResultsFileError(f"{path} is {size}, over the {MAX_FILE_BYTES // 2**20} MiB import cap") from exc
     except OSError as exc:
-        raise ResultsFileError(f"cannot read {p}: {exc}") from exc
-    if size > MAX_FILE_BYTES:
-        raise ResultsFileError(f"{p} is {size} bytes, over the {MAX_FILE_BYTES // 2**20} MiB import cap")
-    try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ResultsFileError(f"{p} is not readable JSON: {exc}") from exc
+        raise ResultsFileError(f"cannot read {path}: {exc}") from exc
+    except ValueError as exc:
+        raise ResultsFileError(f"{path} is not readable JSON: {exc}") from exc
 
 
 def detect(data: Any) -> str | None:
@@ -268,7 +267,8 @@ def import_results(config: Any) -> LoadCheckResult:
     path = str(config.results_file)
     base = LoadCheckResult(source=path, started_at=utc_now(), config=config.to_dict())
     try:
-        data = read_json(path)
+        data, notes = _read(path)
+        base.warnings.extend(notes)
         kind = detect(data)
         if kind == "vllm_bench":
             level, records = vllm_bench_records(data)
@@ -325,4 +325,4 @@ def import_results(config: Any) -> LoadCheckResult:
     return base
 
 
-__all__ = ["ResultsFileError", "detect", "guidellm_levels", "import_results", "read_json", "vllm_bench_records"]
+__all__ = ["ResultsFileError", "detect", "guidellm_levels", "import_results", "vllm_bench_records"]

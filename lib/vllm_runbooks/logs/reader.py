@@ -117,7 +117,7 @@ class LogReader:
         if max_bytes is None and (kind is not None or not sized):
             max_bytes = DEFAULT_STREAM_MAX_BYTES
         self.stats.cap = max_bytes
-        self.max_line_bytes = max(1024, int(max_line_bytes))
+        self.max_line_bytes = max(1, int(max_line_bytes))
         self._buf: bytearray | None = None
 
     def _close(self, raw: IO[bytes]) -> None:
@@ -258,24 +258,38 @@ class LogReader:
 
         The rest of a cut line is skipped; ``stats`` says what was cut, capped or damaged.
         """
+        for number, line, _skipped in self.cut_lines():
+            yield number, line
+
+    def cut_lines(self, chunk: int = CHUNK_BYTES) -> Iterator[tuple[int, bytes, int]]:
+        """Yield ``(line_no, line_bytes, skipped)``: :meth:`lines` with the bytes cut off each line.
+
+        The one line splitter (``bounded.iter_lines`` decodes it for user-handed files): a reader
+        that reports each cut line needs ``skipped`` (0: the line is whole). A cut line is yielded
+        once its end is found (or the read ends), with at most ``max_line_bytes`` of it held.
+        """
         cap = self.max_line_bytes
-        skipping = False
-        for buf, start, end, first, continues in self.blocks():
+        head: tuple[int, bytes] | None = None  # a cut line whose rest is being skipped
+        skipped = 0
+        for buf, start, end, first, continues in self.blocks(chunk):
             if continues:
-                if not skipping:
-                    yield first, bytes(buf[start : start + cap])
-                skipping = True
+                if head is None:
+                    head, skipped = (first, bytes(buf[start : start + cap])), end - start - cap
+                else:
+                    skipped += end - start
                 continue
             data = buf[start:end]
             lines = data.split(b"\n")
             if data.endswith(b"\n"):
                 lines.pop()
             for k, line in enumerate(lines):
-                if skipping and k == 0:
-                    skipping = False
+                if head is not None and k == 0:
+                    yield head[0], head[1], skipped + len(line)
+                    head = None
                     continue
-                yield first + k, line[:cap].rstrip(b"\r")
-            skipping = False
+                yield first + k, line[:cap].rstrip(b"\r"), max(0, len(line) - cap)
+        if head is not None:
+            yield head[0], head[1], skipped
 
 
 def open_log(source: Any, *, max_bytes: int | None = None, max_line_bytes: int = MAX_LINE_BYTES) -> LogReader:

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..artefacts import write_artefact
 from ..bounded import load_json
-from ..execution.runjson import APPROVALS_DIR, RUN_JSON, latest_artefact, sha256_file, signature_status
+from ..execution.runjson import APPROVALS_DIR, MISSING, OK, RUN_JSON, check_files, latest_artefact, signature_status
 from ..records import Record, utc_now
 from ..redact import redact_obj
 from .integrity import verify_run
@@ -115,28 +115,37 @@ def current_record(run_dir: Path) -> tuple[dict[str, Any], str]:
     return data, found.relative_to(run_dir).as_posix()
 
 
-def _bindings(run_dir: Path) -> tuple[dict[str, Any], str, str, str, dict[str, str]]:
+def _bindings(
+    run_dir: Path, hashed: dict[str, str] | None = None
+) -> tuple[dict[str, Any], str, str, str, dict[str, str]]:
     """Verify the run as the record was written from it; the record, its file, its sha256, the
-    manifest's digest and the cited artefacts' sha256. Refuses naming the first thing that changed."""
+    manifest's digest and the cited artefacts' sha256. Refuses naming the first thing that changed.
+
+    Each file is read once (``runjson.check_files`` with one ``hashed`` memo): the record and a
+    cited artefact the manifest lists were hashed by ``verify_run``; only cited files outside the
+    manifest (a baseline run's) are read here.
+    """
+    memo = hashed if hashed is not None else {}
     view = RunView.load(run_dir)
     status, why = signature_status(view.data)
     if status == "edited":
         raise ApprovalRefused(f"{run_dir / RUN_JSON}: {why}")
     try:
-        manifest = verify_run(view)
+        manifest = verify_run(view, memo)
     except RecordRefused as exc:
         raise ApprovalRefused(str(exc)) from exc
     record, rel = current_record(run_dir)
+    wanted = {str(name): str(digest) for name, digest in (record.get("artefacts") or {}).items()}
     cited: dict[str, str] = {}
-    for name, digest in (record.get("artefacts") or {}).items():
-        path = run_dir / str(name)
-        if not path.is_file():
-            raise ApprovalRefused(f"{path}: cited by the record but missing")
-        now = sha256_file(path)
-        if now != digest:
-            raise ApprovalRefused(f"{path}: changed since the record cited it (sha256 differs)")
-        cited[str(name)] = now
-    return record, rel, sha256_file(run_dir / rel), manifest_digest(manifest), cited
+    for check in check_files(run_dir, wanted, source="the record", confined=False, hashed=memo):
+        if check.status == MISSING:
+            raise ApprovalRefused(f"{run_dir / check.rel}: cited by the record but missing")
+        if check.status != OK:
+            raise ApprovalRefused(f"{run_dir / check.rel}: changed since the record cited it (sha256 differs)")
+        cited[check.rel] = str(check.sha256)
+    if rel not in manifest:  # the newest record the manifest lists: run.json changed meanwhile
+        raise ApprovalRefused(f"{run_dir / rel}: not in run.json's artefact manifest as it was verified")
+    return record, rel, manifest[rel], manifest_digest(manifest), cited  # verified: its sha256 now
 
 
 def approve(
@@ -265,10 +274,13 @@ def _verify_signature(entry: Approval, signers: Path | None) -> tuple[str, str]:
     return "forged", f"the signature does not verify for {entry.approver!r} ({why or 'ssh-keygen refused it'})"
 
 
-def check_approvals(run_dir: str | Path, signers: str | Path | None = None) -> list[ApprovalCheck]:
+def check_approvals(
+    run_dir: str | Path, signers: str | Path | None = None, *, hashed: dict[str, str] | None = None
+) -> list[ApprovalCheck]:
     """Every approval of the run, checked now: its signature, and whether what it approved changed.
 
     Never raises for one bad file: an unreadable or hand-made approval is a line saying so.
+    ``hashed``: the memo of a verification that already read the run's files (``runs --verify``).
     """
     path = Path(run_dir).resolve()
     folder = path / APPROVALS_DIR
@@ -277,7 +289,7 @@ def check_approvals(run_dir: str | Path, signers: str | Path | None = None) -> l
     signers_file = signers or os.environ.get(SIGNERS_ENV)
     signers_path = Path(signers_file).expanduser() if signers_file else None
     try:
-        now = _bindings(path)
+        now = _bindings(path, hashed)
         current: tuple[str, str, str, dict[str, str]] | None = (now[1], now[2], now[3], now[4])
         changed = ""
     except ApprovalRefused as exc:

@@ -2,39 +2,37 @@
 
 Why refuse instead of warn: a signed change record that cites a number nobody can reproduce is
 worse than none. Every artefact run.json lists (and every line of an evidence ``SHA256SUMS``) is
-hashed again; the first mismatch or missing file stops the record, naming the file.
+checked by the one manifest verifier (``runjson.check_run`` / ``check_files``), each file read
+once; the first mismatch or missing file stops the record, naming the file.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from ..bounded import read_text
 from ..execution import signing
-from ..execution.runjson import RUN_JSON, run_json_edited, sha256_file, signature_status
+from ..execution.runjson import OK, RUN_JSON, check_files, check_run, signature_status
 from .sources import RecordRefused, RunView
 
 #: Files the runner itself may legitimately touch after recording (the lock) are never listed.
 SUMS = "evidence/SHA256SUMS"
+#: runbook 01 writes one line per evidence file; a SHA256SUMS larger than this was not written by it.
+SUMS_MAX_BYTES = 16 * 1024 * 1024
 
 
-def verify_run(view: RunView) -> dict[str, str]:
+def verify_run(view: RunView, hashed: dict[str, str] | None = None) -> dict[str, str]:
     """Check run.json's signature and every listed artefact; returns the manifest (relative path → sha256).
 
     The signature first: a manifest edited to match an altered file vouches for nothing.
+    ``hashed`` (resolved path → sha256) carries what an earlier check of the same verification
+    read, so no file is hashed twice (``runs --verify`` then the approvals).
     """
-    if (view.path / RUN_JSON).exists():
-        edited = run_json_edited(view.data)
-        if edited:
-            raise RecordRefused(f"{view.path / RUN_JSON}: {edited}")
-    for rel, digest in sorted(view.manifest.items()):
-        path = view.path / rel
-        if not _inside(view.path, path):
-            raise RecordRefused(f"{view.run_id}: run.json lists {rel!r}, outside the run directory")
-        if not path.is_file():
-            raise RecordRefused(f"{path}: listed in run.json but missing — removed after the run")
-        if sha256_file(path) != digest:
-            raise RecordRefused(f"{path}: sha256 differs from run.json — altered after the run")
-    _verify_sums(view)
+    memo = hashed if hashed is not None else {}
+    check = check_run(view.path, view.data, hashed=memo)
+    if check.state in ("edited", "unreadable"):
+        raise RecordRefused(f"{view.path / RUN_JSON}: {check.why}")
+    for bad in check.problems:
+        raise RecordRefused(f"{view.path / bad.rel}: {bad.why}")
+    _verify_sums(view, memo)
     return dict(view.manifest)
 
 
@@ -63,27 +61,19 @@ def digest_of(view: RunView, rel: str) -> str:
     return view.manifest[rel]
 
 
-def _verify_sums(view: RunView) -> None:
+def _verify_sums(view: RunView, hashed: dict[str, str]) -> None:
+    """Evidence's own ``SHA256SUMS`` (``digest  name`` lines), through the same verifier."""
     sums = view.path / SUMS
     if not sums.is_file():
         return
-    base = sums.parent
-    for line in sums.read_text(encoding="utf-8", errors="replace").splitlines()[:100_000]:
+    got = read_text(sums, SUMS_MAX_BYTES)
+    if got.cut:
+        raise RecordRefused(f"{sums}: larger than {SUMS_MAX_BYTES} bytes — not the list runbook 01 wrote")
+    listed: dict[str, str] = {}
+    for line in got.text.splitlines():
         digest, _, name = line.strip().partition("  ")
-        if not digest or not name:
-            continue
-        path = base / name
-        if not _inside(view.path, path):
-            raise RecordRefused(f"{sums}: lists {name!r}, outside the run directory")
-        if not path.is_file():
-            raise RecordRefused(f"{path}: listed in {SUMS} but missing — removed after the run")
-        if sha256_file(path) != digest:
-            raise RecordRefused(f"{path}: sha256 differs from {SUMS} — evidence altered after capture")
-
-
-def _inside(root: Path, path: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-        return True
-    except ValueError:
-        return False
+        if digest and name:
+            listed[name] = digest
+    for bad in check_files(sums.parent, listed, source=SUMS, hashed=hashed):
+        if bad.status != OK:
+            raise RecordRefused(f"{sums.parent / bad.rel}: {bad.why}")
