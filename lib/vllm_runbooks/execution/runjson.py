@@ -51,17 +51,16 @@ LOCK_FILE = ".run.lock"
 RUN_JSON_MAX_BYTES = 32 * 1024 * 1024
 
 
-def read_run_json(path: Path, max_bytes: int | None = None) -> Any:
+def read_run_json(path: Path) -> Any:
     """run.json's content, bounded: ValueError when too big, too deep, not UTF-8 or not JSON; OSError
     when unreadable.
 
     The one run.json reader, through the one bounded JSON reader (``bounded.load_json``): a hostile
     run.json nested 200 000 deep is a ValueError here, never a RecursionError in a reader that
     forgot it. Every reader takes the one bound, :data:`RUN_JSON_MAX_BYTES` (read at each call), so
-    a run that one reader reads is never refused by another; pass no ``max_bytes`` (it stays only
-    while ``record/sources.py`` still passes its own bound, equal to this one).
+    a run that one reader reads is never refused by another.
     """
-    return load_json(path, RUN_JSON_MAX_BYTES if max_bytes is None else max_bytes, utf8_only=True)[0]
+    return load_json(path, RUN_JSON_MAX_BYTES, utf8_only=True)[0]
 
 
 @contextlib.contextmanager

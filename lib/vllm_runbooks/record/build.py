@@ -64,9 +64,10 @@ def build_record(
     base = RunView.load(baseline_dir) if baseline_dir else None
     if base is not None and base.path == run.path:
         raise RecordRefused(f"{base.path}: the baseline must be another run directory than the run itself")
-    verify_run(run)
+    hashed: dict[str, str] = {}  # each file hashed once for the run, its approvals and the baseline
+    verify_run(run, hashed)
     if base is not None:
-        verify_run(base)
+        verify_run(base, hashed)
     given = base
     set_aside = baseline_mismatch(base, run) if base is not None else []
     if set_aside:
@@ -117,6 +118,6 @@ def build_record(
         machine_signature=signature,
         requester=opts.requester or default_requester(),
         approval_policy={"approvals_required": opts.approvals_required, "roles": list(opts.approver_roles)},
-        prior_approvals=[c.to_dict() for c in check_approvals(out_dir)],
+        prior_approvals=[c.to_dict() for c in check_approvals(out_dir, hashed=hashed if out_dir == run.path else None)],
         board=change_board(run, path.get("path"), unverified, rollback, opts, words),
     )

@@ -123,11 +123,12 @@ def close(
         raise ClosureRefused("--as: the name of who closes the change is empty")
     if (path / CLOSURE_FILE).exists():
         raise ClosureRefused(f"{path / CLOSURE_FILE}: this change was closed already (a close is written once)")
+    hashed: dict[str, str] = {}  # one hash per file for the bindings and the approvals' check
     try:
-        record, rel, record_sha, manifest_sha, _cited = _bindings(path)
+        record, rel, record_sha, manifest_sha, _cited = _bindings(path, hashed)
     except (ApprovalRefused, RecordRefused) as exc:
         raise ClosureRefused(str(exc)) from exc
-    checks = check_approvals(path)
+    checks = check_approvals(path, hashed=hashed)
     status, why = policy_status(record, checks)
     if not status.startswith("approved"):
         raise ClosureRefused(f"the record is {status} ({why}): only an approved change is closed")

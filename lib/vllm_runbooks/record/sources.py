@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from ..bounded import load_json
-from ..execution.runjson import RUN_JSON, ArtefactError, latest_artefact, read_run_json
+from ..execution.runjson import ARTEFACT_JSON_MAX_BYTES, RUN_JSON, ArtefactError, newest_listed, read_run_json
 from ..execution.scraps import read_scraps
 
-MAX_JSON_BYTES = 32 * 1024 * 1024
+#: The bound of every artefact the record parses: the same as ``runs.load_result``'s, so a file one
+#: reader accepts is never ignored by the other.
+MAX_JSON_BYTES = ARTEFACT_JSON_MAX_BYTES
 
 
 #: The schema each result file the record reads must carry: a file of another kind under a
@@ -105,7 +107,7 @@ class RunView:
         if allow_empty and path.is_dir() and not run_json.exists():
             return cls(path, {"run_id": path.name, "runbooks": [], "artefacts": {}})
         try:
-            data = read_run_json(run_json, MAX_JSON_BYTES)  # the one bounded reader (size and depth)
+            data = read_run_json(run_json)  # the one bounded reader (size and depth), the one bound
         except FileNotFoundError as exc:
             raise RecordRefused(f"{run_json}: missing — not a run directory (no runbook has finished in it)") from exc
         except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -163,11 +165,13 @@ class RunView:
     def artefact(self, rel: str) -> str | None:
         """The newest attempt of ``rel`` (``name.json``, ``name-2.json``…) the manifest lists, or None.
 
-        Through ``runjson.latest_artefact``, the rule ``runs.load_result`` follows: a rerun writes
-        ``-2`` and the record must cite that one, never the stale fixed name.
+        Through ``runjson.newest_listed`` (the rule ``runs.load_result`` follows: a rerun writes
+        ``-2`` and the record must cite that one, never the stale fixed name) with the manifest this
+        view read once, so a record build parses run.json once, not once per file.
         """
+        listed = self.manifest if (self.path / RUN_JSON).exists() else None
         try:
-            found = latest_artefact(self.path, rel)
+            found = newest_listed(self.path, rel, listed)
         except ArtefactError as exc:
             raise RecordRefused(str(exc)) from exc
         if found is None:
