@@ -74,7 +74,7 @@ def test_read_bound_keeps_head_and_tail_of_a_plain_file(tmp_path: Path) -> None:
         f.write("HEAD first line\n")
         f.writelines(f"INFO filler line {i}\n" for i in range(200_000))
         f.write(DRIVER_LINE + "\n")
-    with probe.open_log(log) as stream:
+    with probe.open_log_stream(log) as stream:
         summary = probe.store_log(stream, tmp_path / "out.log", cap_bytes=64 * 1024, max_read_bytes=100_000)
     out = (tmp_path / "out.log").read_text()
     assert out.startswith("HEAD first line") and DRIVER_LINE in out

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from vllm_runbooks.logs import diagnose_log, iter_lines, open_log
+from vllm_runbooks.logs import diagnose_log, open_log
 from vllm_runbooks.logs.reader import DEFAULT_STREAM_MAX_BYTES, LogUnreadable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +36,8 @@ def test_every_compression_is_read_and_classified(tmp_path: Path, kind: str) -> 
     p.write_bytes(COMPRESSORS[kind](LOG * 3))
     d = diagnose_log(p)
     assert (d.compression, d.label, d.lines_scanned) == (kind, "arch_unsupported", 6)
-    assert [n for n, _ in iter_lines(p)] == [1, 2, 3, 4, 5, 6]
+    with open_log(p) as r:
+        assert [n for n, _ in r.lines()] == [1, 2, 3, 4, 5, 6]
 
 
 def test_compressed_sources_are_capped_by_default(tmp_path: Path) -> None:
@@ -73,7 +74,8 @@ def test_zstd_cut_inside_its_frame_is_said_once() -> None:
 
 def test_long_lines_are_cut_and_line_numbers_stay_right() -> None:
     body = b"y" * (3 << 20) + b"\n" + b"ok\n" + b"RuntimeError: No CUDA GPUs are available\n"
-    lines = list(iter_lines(io.BytesIO(body), max_line_bytes=1 << 20))
+    with open_log(io.BytesIO(body), max_line_bytes=1 << 20) as r:
+        lines = list(r.lines())
     assert [n for n, _ in lines] == [1, 2, 3] and len(lines[0][1]) == 1 << 20
     with open_log(body, max_line_bytes=1 << 20) as r:
         spans = list(r.blocks(chunk=1 << 20))

@@ -789,7 +789,7 @@ def disk_free(opts: Options) -> Captured:
 
 
 # --- logs: streamed, redacted, capped -------------------------------------------------------
-def open_log(path: str | Path) -> BinaryIO:
+def open_log_stream(path: str | Path) -> BinaryIO:
     """Open a plain or compressed log (by magic bytes, not by name); the caller closes it."""
     return decompressing(open(path, "rb"))  # noqa: SIM115 - closed by the caller, or below on refusal
 
@@ -1059,7 +1059,7 @@ def write_bundle(out: Path, opts: Options, make_tar: bool = False) -> dict[str, 
             dest = out / "logs" / f"{Path(safe_log_name(path)).stem}-{n}{Path(safe_log_name(path)).suffix}"
         tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
         try:
-            with open_log(path) as stream:
+            with open_log_stream(path) as stream:
                 meta["logs"][dest.name] = {"source": _redact_str(str(path)), **store_log(stream, tmp)}
             os.replace(tmp, dest)
         except (OSError, EOFError) as e:

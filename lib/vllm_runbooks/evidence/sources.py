@@ -100,7 +100,7 @@ class LocalSource(Source):
     def logs(self) -> list[tuple[str, Callable[[], IO[bytes]]]]:
         out: list[tuple[str, Callable[[], IO[bytes]]]] = []
         for p in self.opts.log_paths:
-            out.append((str(p), lambda p=p: probe.open_log(p)))
+            out.append((str(p), lambda p=p: probe.open_log_stream(p)))
         if self.opts.container:
             out.append(("container-logs.txt", self._container_logs))
         return out
@@ -299,7 +299,7 @@ class BundleSource(Source):
     def _stream(self, name: str) -> IO[bytes]:
         ref = self._files[name]
         if isinstance(ref, Path):
-            return probe.open_log(ref)
+            return probe.open_log_stream(ref)
         assert self._tar is not None
         f = self._tar.extractfile(ref)
         if f is None:

@@ -17,7 +17,7 @@ from .diagnosis import (
     LogFinding,
 )
 from .matcher import re2_available
-from .reader import LogReader, LogUnreadable, iter_lines, open_log
+from .reader import LogReader, LogUnreadable, open_log
 from .signatures import (
     INCONCLUSIVE,
     LABELS,
@@ -47,7 +47,6 @@ __all__ = [
     "diagnose_log",
     "diagnose_logs",
     "diagnose_text",
-    "iter_lines",
     "load_signatures",
     "open_log",
     "re2_available",

@@ -92,7 +92,7 @@ def _open_raw(source: Any, stats: ReadStats) -> tuple[IO[bytes], bool]:
 
 
 class LogReader:
-    """An opened, capped log source; iterate :meth:`blocks` (or :func:`iter_lines`) once.
+    """An opened, capped log source; iterate :meth:`blocks` (or :meth:`lines`) once.
 
     ``max_bytes`` caps the (decompressed) bytes read; ``None`` means "whole file" for a regular
     uncompressed file and :data:`DEFAULT_STREAM_MAX_BYTES` for anything else.
@@ -299,15 +299,3 @@ def open_log(source: Any, *, max_bytes: int | None = None, max_line_bytes: int =
     in ``reader.stats.unread`` instead.
     """
     return LogReader(source, max_bytes=max_bytes, max_line_bytes=max_line_bytes)
-
-
-def iter_lines(
-    source: Any, *, max_bytes: int | None = None, max_line_bytes: int = MAX_LINE_BYTES
-) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(line_no, line_bytes)`` without newlines, each line at most ``max_line_bytes`` long.
-
-    For collectors that need the lines themselves (evidence capture); the rest of a cut line is
-    skipped. Stats are not returned: use :func:`open_log` and :meth:`LogReader.lines` for them.
-    """
-    with open_log(source, max_bytes=max_bytes, max_line_bytes=max_line_bytes) as reader:
-        yield from reader.lines()
