@@ -328,3 +328,33 @@ def test_log_storage_needs_logs_other_than_the_baselines(tmp_path: Path) -> None
     new = {"evidence/raw/logs/serve.log": "a log from after the change"}
     item = {c.name: c for c in build_record(_after(tmp_path / "c", new), tmp_path / "b").checklist}
     assert item["log_storage"].ticked and "where production keeps its logs is not checked" in item["log_storage"].reason
+
+
+def test_a_learned_failure_label_counts_and_its_scored_lines_are_cited(tmp_path: Path) -> None:
+    """Issue 19: the record cites the lines a label rests on, the learned scorer's too (role ``scored``)."""
+    after = _after(tmp_path / "after")
+    item = {
+        "label": "oom_weights",
+        "confidence": "likely",
+        "findings": [],
+        "scorer": {"names_cause": True, "label": "oom_weights", "score": 0.93},
+        "evidence": [
+            {
+                "line": 12,
+                "text": "llama_model_load: error loading model: unable to allocate CUDA0 buffer",
+                "role": "scored",
+            },
+            {"line": 3, "text": "progress 10%", "role": "progress"},
+        ],
+    }
+    decision = {"schema": "compat_result", "logs": {"items": [item]}}
+    entries = [{"name": "compatibility_decision", "status": "ok", "headline": {"verdict": "unknown"}}]
+    _write_run(tmp_path / "before", entries, {"compat/decision.json": decision})
+    got = {c.name: c for c in build_record(after, tmp_path / "before").checklist}["startup_failure_gone"]
+    assert got.ticked, got.reason
+    lines = [c for c in got.evidence if c.what.startswith("log line")]
+    assert [c.what for c in lines] == ["log line 12: oom_weights (learned scorer (likely))"]
+    assert "unable to allocate CUDA0 buffer" in lines[0].value
+    item["scorer"]["names_cause"] = False  # below the threshold: the scorer named nothing
+    _write_run(tmp_path / "below", entries, {"compat/decision.json": decision})
+    assert not {c.name: c for c in build_record(after, tmp_path / "below").checklist}["startup_failure_gone"].ticked

@@ -79,6 +79,11 @@ def _text(r: dict[str, Any]) -> list[str]:
     )
     if top:
         lines.append(f"  next: {top['advice']}")
+    elif (r.get("scorer") or {}).get("advice") and r.get("confidence") == "likely":
+        lines.append(f"  next (learned scorer, not a signature): {r['scorer']['advice']}")
+    if r.get("candidates"):
+        shown = ", ".join(f"{c.get('label')} {float(c.get('score') or 0):.2f}" for c in r["candidates"][:3])
+        lines.append(f"  learned scorer's candidates: {shown}")
     if r.get("truncated"):
         lines.append(f"  note: read stopped at {r['bytes_scanned']:,} bytes (cap); the rest was not scanned")
     return lines

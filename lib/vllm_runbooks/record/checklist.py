@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .adopted import compat_file
 from .cite import Cite
-from .compare import error_classes, log_failures
+from .compare import error_classes, log_failures, log_label_lines
 from .hardware import gpu_health_unchanged
 from .model import NO_BASELINE, ChecklistItem, Citation, ScopeItem
 from .readings import cite_load, load_restarts, load_stage, load_stages, step_scope
@@ -69,6 +69,15 @@ def checklist_items(
                 run, "compatibility_decision", cite
             )
             ev += by["model_load"].evidence
+            rel = compat_file(base)
+            if rel and cite_base is not None:  # the lines each failing label rests on, signature or learned
+                ev += [
+                    cite_base(
+                        "compatibility_decision", rel, f"log line {ln['line']}: {label} ({ln['how']})", ln["text"]
+                    )
+                    for label, lines in sorted(log_label_lines(base).items())
+                    for ln in lines[:2]
+                ][:6]
             shown = f"{before.verdict}" + (f", failing log labels {', '.join(labels)}" if labels else "")  # type: ignore[union-attr]
             out.append(
                 ChecklistItem(

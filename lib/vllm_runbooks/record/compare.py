@@ -83,17 +83,37 @@ def canary_steps(view: RunView) -> dict[str, dict[str, Any]]:
     return {s["step"]: s for s in steps or [] if isinstance(s, dict) and isinstance(s.get("step"), str)}
 
 
-def log_failures(view: RunView) -> set[str]:
-    """Labels of error and critical log findings in runbook 02's diagnosis (its newest attempt)."""
-    found: set[str] = set()
+def _diagnoses(view: RunView) -> list[dict[str, Any]]:
+    """Runbook 02's per-log diagnoses (its newest decision file, else its scraps)."""
     saved = view.read_json("compat/decision.json")
     diagnosis = saved.get("logs") if isinstance(saved, dict) and isinstance(saved.get("logs"), dict) else None
     diagnosis = diagnosis or view.scraps("compatibility_decision").get("log_diagnosis")
-    for item in (diagnosis or {}).get("items") or [] if isinstance(diagnosis, dict) else []:
-        for finding in item.get("findings") or [] if isinstance(item, dict) else []:
+    items = diagnosis.get("items") if isinstance(diagnosis, dict) else None
+    return [i for i in items or [] if isinstance(i, dict)]
+
+
+def log_label_lines(view: RunView) -> dict[str, list[dict[str, Any]]]:
+    """Each failing log label of runbook 02 with the lines it rests on: the error and critical
+    findings of a signature, and the lines a learned label was scored from (role ``scored``)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for item in _diagnoses(view):
+        for finding in item.get("findings") or []:
             if isinstance(finding, dict) and finding.get("severity") in ERROR_SEVERITIES and finding.get("label"):
-                found.add(str(finding["label"]))
+                line = {"line": finding.get("line"), "text": finding.get("text"), "how": "signature"}
+                found.setdefault(str(finding["label"]), []).append(line)
+        scorer = item.get("scorer") if isinstance(item.get("scorer"), dict) else {}
+        if scorer.get("names_cause") and item.get("label"):
+            lines = [e for e in item.get("evidence") or [] if isinstance(e, dict) and e.get("role") == "scored"]
+            found.setdefault(str(item["label"]), []).extend(
+                {"line": e.get("line"), "text": e.get("text"), "how": "learned scorer (likely)"} for e in lines
+            )
     return found
+
+
+def log_failures(view: RunView) -> set[str]:
+    """Labels of error and critical log findings in runbook 02's diagnosis (its newest attempt),
+    and the causes its learned scorer named."""
+    return set(log_label_lines(view))
 
 
 def error_classes(view: RunView) -> set[str]:
