@@ -38,8 +38,32 @@ from .model import (
     unanswered,
 )
 
-#: Collectors the fleet table needs (host name, GPUs and driver, toolkit, what runs and its vLLM).
-FLEET_COLLECTORS = ("host", "nvidia", "container_runtime", "image", "container", "logs", "vllm")
+#: Collectors the fleet table needs: host name, GPUs and driver, toolkit, what runs and its vLLM; then
+#: runbook 01's hardware verdict and start-up fit and what they read (``hardware``: GPU health, the
+#: kernel log's Xid / SXid, fabric, the launch's TP × PP × DP; ``fit``: GPU health, the launch's flags
+#: and env, image and container env, disk). The registry runs them in its own order, so each finds
+#: the items it reads.
+FLEET_COLLECTORS = (
+    "host",
+    "nvidia",
+    "container_runtime",
+    "image",
+    "container",
+    "logs",
+    "vllm",
+    "gpu_health",
+    "kernel_log",
+    "fabric",
+    "disk",
+    "launch",
+    "hardware",
+    "fit",
+)
+#: Bounds on what a row keeps of the hardware and fit items (the node's evidence holds them all).
+MAX_ROW_FINDINGS = 5
+MAX_ROW_TEXT = 300
+MAX_ROW_VBIOS = 8
+MAX_SUMMARY = 240
 #: GPU memory in use (MiB) above which a node counts as busy even without a running container.
 BUSY_GPU_MIB = 1024
 #: Below this many nodes the bundles are read in this process (a pool costs more than it saves).
@@ -79,6 +103,7 @@ def action_for(verdict: str, gpu_count: int, driver_version: str | None) -> str:
 def _decide(node_dir: Path, target: FleetTarget, today: _dt.date | None) -> dict[str, Any]:
     """Runbook 02's decision for the target image on this node's host facts (cached by its inputs)."""
     from ..compat import stage as compat_stage
+    from ..compat.hardware_route import hardware_path
 
     gathered = compat_stage.gather(
         compat_stage.Config(
@@ -103,9 +128,13 @@ def _decide(node_dir: Path, target: FleetTarget, today: _dt.date | None) -> dict
     for name in ("compat_libs", "image_compat_package", "nvidia_disable_require", "image_ref", "launch_argv"):
         inputs.sources[name] = "fleet target image"
     gathered.log_paths = []  # today's logs are about today's image
+    # The hardware and fit facts differ on every node (free MiB, PCI ids in finding texts) but change
+    # only the remediation path, and only through ``hardware_path``: the key holds that path, so
+    # nodes of one configuration still share one decision.
     key = json.dumps(
         [
-            {k: v for k, v in inputs.to_dict().items() if k not in ("sources", "derived")},
+            {k: v for k, v in inputs.to_dict().items() if k not in ("sources", "derived", "hardware", "fit")},
+            hardware_path(inputs),
             str(today),
         ],
         sort_keys=True,
@@ -159,6 +188,71 @@ def _facts(ev: Any) -> dict[str, Any]:
     }
 
 
+def _cut(text: Any, limit: int = MAX_ROW_TEXT) -> str:
+    s = str(text if text is not None else "")
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _hardware(ev: Any) -> dict[str, Any]:
+    """The row's hardware, VBIOS and fit columns from runbook 01's ``hardware``, ``gpu_health`` and ``fit``
+    items (bounded: the top findings only; the node's evidence keeps every one).
+
+    A missing or unreadable item is ``unknown`` with the item's reason, never ``healthy``.
+    """
+    from ..evidence.fit import STATUSES as FIT_STATUSES
+    from ..evidence.hardware import VERDICTS as HARDWARE_VERDICTS
+
+    item = ev.items.get("hardware")
+    hw = ev.established("hardware")
+    verdict = hw.get("verdict") if hw.get("verdict") in HARDWARE_VERDICTS else "unknown"
+    findings = [f for f in hw.get("findings") or [] if isinstance(f, dict)]
+    top = [f for f in findings if f.get("severity") in ("faulty", "degraded")][:MAX_ROW_FINDINGS]
+    kept = [
+        {
+            "check": _cut(f.get("check"), 60),
+            "severity": f.get("severity"),
+            "text": _cut(f.get("text")),
+            "action": _cut(f.get("action")),
+            "source": _cut(f.get("source"), 200),
+            "gpu": f.get("gpu") if isinstance(f.get("gpu"), int) else None,
+            "code": f.get("code") if isinstance(f.get("code"), int) else None,
+        }
+        for f in top
+    ]
+    xids = [x for x in hw.get("xids") or [] if isinstance(x, int) and not isinstance(x, bool)][:16]
+    faulty = [g for g in hw.get("faulty_gpus") or [] if isinstance(g, int) and not isinstance(g, bool)][:16]
+    parts = []
+    if xids:
+        parts.append("Xid " + ", ".join(map(str, xids)))
+    if faulty:
+        parts.append("faulty GPU " + ", ".join(map(str, faulty)))
+    if kept:
+        parts.append(kept[0]["text"])
+    elif verdict == "unknown":
+        parts.append((item.reason if item is not None else None) or "hardware was not judged")
+    # what the verdict could not see (no kernel log, no health read) is said, not hidden behind 'healthy'
+    parts += [str(f.get("text")) for f in findings if f.get("check") in ("kernel_log", "gpu_health")][:1]
+    vb = ev.established("gpu_health").get("vbios") or {}
+    by_model = vb.get("versions") if isinstance(vb.get("versions"), dict) else {}
+    versions = sorted({_cut(v, 64) for vs in by_model.values() if isinstance(vs, list) for v in vs})
+    fit_item = ev.items.get("fit")
+    fit_value = ev.established("fit")
+    fit = None
+    if fit_item is not None:
+        fit = fit_value.get("status") if fit_value.get("status") in FIT_STATUSES else "unknown"
+    return {
+        "hardware": verdict,
+        "hardware_summary": _cut("; ".join(p for p in parts if p), MAX_SUMMARY),
+        "hardware_findings": kept,
+        "xids": xids,
+        "faulty_gpus": faulty,
+        "vbios": versions[:MAX_ROW_VBIOS],
+        "vbios_uniform": vb.get("uniform") if isinstance(vb.get("uniform"), bool) else None,
+        "fit": fit,
+        "fit_failed": [_cut(x) for x in fit_value.get("failed") or []][:8],
+    }
+
+
 def _no_gpu_why(ev: Any) -> str:
     """The probe's own words for the missing GPU facts ('nvidia-smi not found on PATH'), once each."""
     item = ev.items.get("nvidia")
@@ -178,7 +272,7 @@ def assess(job: Job) -> NodeRow:
             ev = collect_evidence(source=job.bundle, run_dir=node_dir, only=list(FLEET_COLLECTORS))
         if "source" in ev.items and ev.items["source"].status == "unavailable":
             return unanswered(job.node, WHY_BAD_BUNDLE, ev.items["source"].reason or "unreadable", job.source)
-        facts = _facts(ev)
+        facts = {**_facts(ev), **_hardware(ev)}
         decided = _decide(node_dir, job.target, today)
     except Exception as exc:  # one bad bundle is one unanswered row, never a stopped survey
         from ..redact import redact_text

@@ -1,6 +1,8 @@
-"""The fleet's plot: nodes per verdict and per driver branch, coloured by what to do with them.
+"""The fleet's plot: nodes per verdict, per driver branch (coloured by what to do with them) and per
+hardware verdict.
 
-Where people would rather look than read: which branch holds the nodes that block the rollout.
+Where people would rather look than read: which branch holds the nodes that block the rollout, and
+how many nodes runbook 01 calls faulty or degraded before anyone blames the image.
 """
 
 from __future__ import annotations
@@ -9,13 +11,17 @@ from typing import Any
 
 
 def counts_figure(result: Any) -> Any:
-    """Two bar charts side by side: nodes per verdict; nodes per driver branch stacked by action."""
+    """Three bar charts side by side: nodes per verdict; per driver branch stacked by action; per hardware verdict."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from .result import ACTION_COLOURS
+    from .result import ACTION_COLOURS, HARDWARE_COLOURS
 
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("Nodes per verdict", "Nodes per driver branch"))
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        subplot_titles=("Nodes per verdict", "Nodes per driver branch", "Nodes per hardware verdict"),
+    )
     verdicts = result.verdict_counts()
     fig.add_trace(
         go.Bar(x=list(verdicts), y=list(verdicts.values()), marker_color="#4a6fa5", name="verdict", showlegend=False),
@@ -28,6 +34,18 @@ def counts_figure(result: Any) -> Any:
         ys = [branches[b].get(action, 0) for b in names]
         if any(ys):
             fig.add_trace(go.Bar(x=names, y=ys, name=action, marker_color=colour), row=1, col=2)
+    hardware = result.hardware_counts()
+    fig.add_trace(
+        go.Bar(
+            x=list(hardware),
+            y=list(hardware.values()),
+            marker_color=[HARDWARE_COLOURS.get(k, "#555555") for k in hardware],
+            name="hardware",
+            showlegend=False,
+        ),
+        row=1,
+        col=3,
+    )
     fig.update_layout(
         barmode="stack",
         height=380,

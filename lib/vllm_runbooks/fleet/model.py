@@ -49,6 +49,10 @@ TABLE_COLUMNS = (
     "vllm_image",
     "vllm_version",
     "idle",
+    "hardware",
+    "hardware_summary",
+    "vbios",
+    "fit",
     "verdict",
     "action",
     "reason",
@@ -92,6 +96,17 @@ class NodeRow(Record):
     vllm_version: str | None = None
     running: bool | None = None  # a vLLM container is running now
     idle: bool | None = None  # no running server and no GPU memory in use
+    # runbook 01's hardware verdict and start-up fit for the node (evidence items ``hardware`` and ``fit``);
+    # a result saved before these existed reads back as unknown / None, never as healthy.
+    hardware: str = "unknown"  # evidence.hardware.VERDICTS: healthy | degraded | faulty | unknown
+    hardware_summary: str = ""  # short: Xid codes, faulty GPUs, the first finding
+    hardware_findings: list[dict[str, Any]] = field(default_factory=list)  # the top faulty / degraded findings
+    xids: list[int] = field(default_factory=list)
+    faulty_gpus: list[int] = field(default_factory=list)
+    vbios: list[str] = field(default_factory=list)  # the node's VBIOS versions (every GPU model)
+    vbios_uniform: bool | None = None  # False: GPUs of one model run different VBIOS versions
+    fit: str | None = None  # evidence.fit.STATUSES: pass | fail | unknown; None: no fit item in the evidence
+    fit_failed: list[str] = field(default_factory=list)  # the fit checks that failed, in the fit item's words
     verdict: str = "unanswered"  # the compatibility verdict (runbook 02's vocabulary) or "unanswered"
     action: str = ACTION_UNANSWERED
     reason: str = ""
@@ -116,9 +131,20 @@ class NodeRow(Record):
             self.toolkit or "no toolkit",
         )
 
+    @property
+    def held_back(self) -> bool:
+        """Whether the node must stay out of the rollout until fixed: a faulty GPU or a failed start-up fit."""
+        return self.answered and (self.hardware == "faulty" or self.fit == "fail")
+
+    @property
+    def vbios_text(self) -> str:
+        """The VBIOS versions as one cell: '96.00.A5.00.01', or both versions and '(mixed)'."""
+        text = ", ".join(str(v) for v in self.vbios or [])
+        return f"{text} (mixed)" if text and self.vbios_uniform is False else text
+
     def row(self) -> dict[str, Any]:
-        """The table row: the columns of :data:`TABLE_COLUMNS`."""
-        return {c: getattr(self, c) for c in TABLE_COLUMNS}
+        """The table row: the columns of :data:`TABLE_COLUMNS` (the VBIOS list as one text cell)."""
+        return {c: self.vbios_text if c == "vbios" else getattr(self, c) for c in TABLE_COLUMNS}
 
 
 def unanswered(node: str, why: str, detail: str, source: str = "ray") -> NodeRow:

@@ -1,8 +1,9 @@
-"""Runbook 07's result: the fleet table, counts per verdict and per driver branch, and the plan.
+"""Runbook 07's result: the fleet table, counts per verdict, driver branch, hardware verdict and VBIOS,
+the nodes held back for their hardware or start-up fit, and the plan.
 
 Displays itself (table, plot, lists, plan), has the typed headline the runner copies into run.json
-(nodes surveyed, answered, per-verdict counts, canary candidate), and saves to
-``<run_dir>/fleet/result.json``.
+(nodes surveyed, answered, per-verdict and per-hardware-verdict counts, nodes held back, canary
+candidate), and saves to ``<run_dir>/fleet/result.json``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .model import (
     FleetTarget,
     NodeRow,
 )
-from .plan import RolloutPlan
+from .plan import HELD_BACK_COLUMNS, RolloutPlan, hold_back
 
 VERDICTS = ("ready", "upgrade_needed", "incomplete", "empty")
 #: Rows shown in the notebook's table; the whole table is in fleet/result.json and fleet/nodes.csv.
@@ -36,6 +37,55 @@ ACTION_COLOURS = {
     "unknown": "#555555",
     ACTION_UNANSWERED: "#2f2f8f",
 }
+HARDWARE_COLOURS = {
+    "healthy": "#1b7f3b",
+    "degraded": "#b26a00",
+    "faulty": "#b00020",
+    "unknown": "#7a7a7a",
+    ACTION_UNANSWERED: "#2f2f8f",
+}
+#: VBIOS versions named in the counts (the most common first); the rest are summed under 'other'.
+MAX_VBIOS_COUNTED = 20
+
+
+def hardware_counts(nodes: list[NodeRow]) -> dict[str, int]:
+    """Nodes per hardware verdict in the fixed order (healthy, degraded, faulty, unknown, unanswered).
+
+    A value outside runbook 01's vocabulary (an edited file) counts as unknown, never as healthy.
+    """
+    from ..evidence.hardware import VERDICTS as HARDWARE_VERDICTS
+
+    c = Counter(
+        (n.hardware if n.hardware in HARDWARE_VERDICTS else "unknown") if n.answered else ACTION_UNANSWERED
+        for n in nodes
+    )
+    return {v: c[v] for v in (*HARDWARE_VERDICTS, ACTION_UNANSWERED) if c[v]}
+
+
+def vbios_counts(nodes: list[NodeRow]) -> dict[str, int]:
+    """Answered nodes per VBIOS version (a node with two versions counts under each; 'no GPU' and
+    'unknown' for nodes without a version), most common first, at most ``MAX_VBIOS_COUNTED`` named."""
+    c: Counter = Counter()
+    for n in nodes:
+        if not n.answered:
+            continue
+        versions = [str(v) for v in n.vbios or []]
+        if not versions:
+            c["no GPU" if not n.gpu_count else "unknown"] += 1
+        for v in dict.fromkeys(versions):
+            c[v] += 1
+    ranked = sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))
+    out = dict(ranked[:MAX_VBIOS_COUNTED])
+    rest = ranked[MAX_VBIOS_COUNTED:]
+    if rest:
+        out[f"other ({len(rest)} versions)"] = sum(v for _, v in rest)
+    return out
+
+
+def fit_counts(nodes: list[NodeRow]) -> dict[str, int]:
+    """Answered nodes per start-up fit status (pass, fail, unknown; 'not checked' without a fit item)."""
+    c = Counter((n.fit or "not checked") for n in nodes if n.answered)
+    return dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 @register_result
@@ -90,6 +140,26 @@ class FleetResult(ResultMixin, Record):
         c = Counter(n.action for n in self.nodes)
         return {a: c[a] for a in ACTIONS if c[a]}
 
+    def hardware_counts(self) -> dict[str, int]:
+        """Nodes per hardware verdict (runbook 01's healthy / degraded / faulty / unknown; unanswered apart)."""
+        return hardware_counts(self.nodes)
+
+    def vbios_counts(self) -> dict[str, int]:
+        """Answered nodes per VBIOS version, most common first (bounded)."""
+        return vbios_counts(self.nodes)
+
+    def fit_counts(self) -> dict[str, int]:
+        """Answered nodes per start-up fit status."""
+        return fit_counts(self.nodes)
+
+    @property
+    def held_back(self) -> list[dict[str, Any]]:
+        """Nodes kept out of the rollout for a faulty GPU or a failed fit, each with why and what to do
+        (the plan's list; computed by the plan's own rule when there is no plan)."""
+        if self.plan is not None:
+            return list(self.plan.held_back)
+        return [h for h in (hold_back(n) for n in self.nodes) if h is not None]
+
     def branch_counts(self) -> dict[str, dict[str, int]]:
         """Driver branch → action → nodes (answered nodes; ``none`` for nodes without a driver)."""
         out: dict[str, Counter] = {}
@@ -98,18 +168,20 @@ class FleetResult(ResultMixin, Record):
         return {b: dict(out[b]) for b in sorted(out)}
 
     def verdict(self) -> str:
-        """empty: no node; upgrade_needed: a node needs a newer driver; ready: every node answered
-        and none is unknown; incomplete: nodes did not answer or lack facts."""
+        """empty: no node; upgrade_needed: a node needs a newer driver; ready: every node answered,
+        none is unknown and none is held back; incomplete: nodes did not answer, lack facts, or are
+        held back for their hardware or start-up fit."""
         if not self.nodes:
             return "empty"
         if self.by_action(ACTION_UPGRADE):
             return "upgrade_needed"
-        if self.unanswered or self.by_action("unknown") or not self.by_action(ACTION_READY):
+        if self.unanswered or self.by_action("unknown") or not self.by_action(ACTION_READY) or self.held_back:
             return "incomplete"
         return "ready"
 
     def headline(self) -> Headline:
-        """Nodes surveyed and answered, per-verdict counts, the canary candidate (for run.json)."""
+        """Nodes surveyed and answered, per-verdict, per-hardware-verdict and per-VBIOS counts, nodes held
+        back, the canary candidate (for run.json)."""
         return self.make_headline(
             self.verdict(),
             {
@@ -121,6 +193,9 @@ class FleetResult(ResultMixin, Record):
                 "verdicts": self.verdict_counts(),
                 "ready": len(self.by_action(ACTION_READY)),
                 "need_driver_upgrade": len(self.by_action(ACTION_UPGRADE)),
+                "hardware": self.hardware_counts(),
+                "vbios": self.vbios_counts(),
+                "held_back": len(self.held_back),
                 "canary": self.plan.canary if self.plan else None,
                 "mode": self.mode,
             },
@@ -136,8 +211,12 @@ class FleetResult(ResultMixin, Record):
                     "verdicts": self.verdict_counts(),
                     "actions": self.action_counts(),
                     "driver_branches": self.branch_counts(),
+                    "hardware": self.hardware_counts(),
+                    "vbios": self.vbios_counts(),
+                    "fit": self.fit_counts(),
                 },
                 "fleet_table": self.table_rows()[:SHOWN_ROWS],
+                "fleet_held_back": self.held_back[:SHOWN_ROWS],
                 "fleet_unanswered": [{"node": n.node, "why": n.why, "reason": n.reason} for n in self.unanswered],
                 "rollout_plan": self.plan.to_dict() if self.plan else None,
                 "headline": self.headline().to_dict(),
@@ -176,9 +255,17 @@ class FleetResult(ResultMixin, Record):
         """A displayable list of the nodes with one action (ready, upgrade_driver, unanswered, …)."""
         return NodeList(action, self.by_action(action))
 
+    def hardware_view(self) -> HardwareCounts:
+        """Counts per hardware verdict, VBIOS and fit, and the nodes whose hardware is not healthy."""
+        return HardwareCounts(self.nodes)
+
+    def held_back_view(self) -> HeldBackList:
+        """The nodes held back for a faulty GPU or a failed start-up fit, with why and what to do."""
+        return HeldBackList(self.held_back)
+
     def figure(self) -> Any:
-        """Counts per verdict and per driver branch, coloured by action (a figure that displays itself;
-        the plotly Figure is its ``.figure``)."""
+        """Counts per verdict, per driver branch (coloured by action) and per hardware verdict (a figure
+        that displays itself; the plotly Figure is its ``.figure``)."""
         from ..display import FigureView
         from .figures import counts_figure
 
@@ -193,7 +280,9 @@ class FleetResult(ResultMixin, Record):
         detail = (
             f"{f['nodes_surveyed']} nodes surveyed ({self.mode}), {f['answered']} answered, "
             f"{f['unanswered']} unanswered; {f['ready']} ready for CUDA {self.target.image_cuda}, "
-            f"{f['need_driver_upgrade']} need a driver upgrade; canary: {f['canary'] or '—'}"
+            f"{f['need_driver_upgrade']} need a driver upgrade; hardware: "
+            + (", ".join(f"{k} {v}" for k, v in f["hardware"].items()) or "—")
+            + f"; {f['held_back']} held back for hardware or fit; canary: {f['canary'] or '—'}"
         )
         counts = html_table([{"action": a, "nodes": n} for a, n in self.action_counts().items()])
         rows = self.table_rows()[:SHOWN_ROWS]
@@ -221,10 +310,82 @@ class NodeList:
         cols = (
             ["node", "why", "reason"]
             if self.action == ACTION_UNANSWERED
-            else ["node", "gpu_name", "gpu_count", "driver_version", "driver_branch", "idle", "reason"]
+            else [
+                "node",
+                "gpu_name",
+                "gpu_count",
+                "driver_version",
+                "driver_branch",
+                "idle",
+                "hardware",
+                "fit",
+                "reason",
+            ]
         )
         rows = [{c: getattr(n, c) for c in cols} for n in self.nodes[:SHOWN_ROWS]]
         return f"<h4>{esc(self.action)}: {len(self.nodes)} node(s)</h4>" + html_table(rows, cols)
+
+
+class HardwareCounts:
+    """Nodes per hardware verdict, per VBIOS version and per fit status, then every node whose hardware
+    is not healthy (or whose VBIOS is mixed) with its findings: where to look before blaming the image."""
+
+    def __init__(self, nodes: list[NodeRow]) -> None:
+        self.nodes = nodes
+
+    def _repr_html_(self) -> str:
+        from ..display import html_table
+
+        hw = html_table([{"hardware": k, "nodes": v} for k, v in hardware_counts(self.nodes).items()])
+        vb = html_table([{"VBIOS": k, "nodes": v} for k, v in vbios_counts(self.nodes).items()])
+        fit = html_table([{"start-up fit": k, "nodes": v} for k, v in fit_counts(self.nodes).items()])
+        cols = ["node", "hardware", "hardware_summary", "vbios", "fit"]
+        odd = [
+            {**{c: getattr(n, c) for c in cols}, "vbios": n.vbios_text}
+            for n in self.nodes
+            if n.answered and (n.hardware != "healthy" or n.vbios_uniform is False or n.fit == "fail")
+        ]
+        rows = (
+            f"<h4>Nodes not healthy, with mixed VBIOS or a failed fit ({len(odd)})</h4>"
+            + html_table(odd[:SHOWN_ROWS], cols)
+            if odd
+            else "<p>Every answered node's hardware is healthy, its VBIOS uniform and its fit not failed.</p>"
+        )
+        return (
+            "<h4>Nodes per hardware verdict</h4>"
+            + hw
+            + "<h4>Nodes per VBIOS version</h4>"
+            + vb
+            + "<h4>Nodes per start-up fit</h4>"
+            + fit
+            + rows
+        )
+
+
+class HeldBackList:
+    """The nodes held back from the rollout (faulty GPU or failed fit), with the findings and what to do."""
+
+    def __init__(self, held_back: list[dict[str, Any]]) -> None:
+        self.held_back = held_back
+
+    def __len__(self) -> int:
+        return len(self.held_back)
+
+    def _repr_html_(self) -> str:
+        from ..display import esc, html_table
+
+        if not self.held_back:
+            return "<p>No node held back: no faulty GPU and no failed start-up fit among the answered nodes.</p>"
+        more = (
+            f"<p>… and {esc(len(self.held_back) - SHOWN_ROWS)} more (see fleet/result.json)</p>"
+            if len(self.held_back) > SHOWN_ROWS
+            else ""
+        )
+        return (
+            f"<h4>Held back: {len(self.held_back)} node(s)</h4>"
+            + html_table(self.held_back[:SHOWN_ROWS], list(HELD_BACK_COLUMNS))
+            + more
+        )
 
 
 def spreadsheet_safe(value: Any) -> Any:
