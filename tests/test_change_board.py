@@ -44,7 +44,9 @@ def _fleet(n: int) -> dict:
         {"name": "canary", "kind": "canary", "nodes": nodes[:1], "checks": ["runbook 03 on the canary"]},
         {"name": "wave 1", "kind": "wave", "nodes": nodes[1:], "checks": ["runbook 05 within limits"]},
     ]
-    return {"schema": "fleet_survey", "nodes": nodes, "plan": {"canary": "gpu-000", "stages": stages}}
+    held = [{"node": "gpu-bad", "hardware": "faulty", "reason": "Xid 79 on GPU 0"}]
+    plan = {"canary": "gpu-000", "stages": stages, "held_back": held}
+    return {"schema": "fleet_survey", "nodes": nodes, "plan": plan}
 
 
 def test_fields_are_derived_and_say_where_from(tmp_path: Path) -> None:
@@ -76,6 +78,7 @@ def test_the_fleet_plan_gives_nodes_impact_and_the_implementation_plan(tmp_path:
     board = build_record(run).board
     assert board.affected_nodes[:2] == ["gpu-000", "gpu-001"] and len(board.affected_nodes) == 12
     assert board.impact == "high" and board.impact_why.startswith("12 node(s) of 12 surveyed")
+    assert "gpu-bad" not in board.affected_nodes and "out of this change: gpu-bad" in board.affected_nodes_from
     assert [s["step"] for s in board.implementation_plan] == ["canary", "wave 1"]
     assert board.implementation_plan[1]["nodes"][-1] == "gpu-011"
 

@@ -105,5 +105,10 @@ def _fleet_lines(run_dir: str) -> str:
         "verdicts: " + ", ".join(f"{k}={v}" for k, v in f["verdicts"].items()),
         f"ready now: {f['ready']}; need the driver upgrade: {f['need_driver_upgrade']}; canary: {f['canary'] or '—'}",
     ]
+    lines.append("hardware: " + (", ".join(f"{k}={v}" for k, v in result.hardware_counts().items()) or "—"))
     lines += [f"  unanswered {n.node}: {n.reason}" for n in result.unanswered]
+    lines += [
+        f"  held back {h.get('node')} ({h.get('hardware')}, fit {h.get('fit')}): {h.get('reason')}"[:300]
+        for h in result.held_back
+    ]
     return "\n".join(lines)

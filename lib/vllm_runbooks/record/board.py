@@ -88,7 +88,10 @@ def affected_nodes(run: RunView, fleet: dict[str, Any]) -> tuple[list[str], str]
     stages = _plan_nodes(fleet)
     nodes = [str(n.get("node")) for s in stages for n in s.get("nodes") or [] if isinstance(n, dict) and n.get("node")]
     if nodes:
-        return list(dict.fromkeys(nodes)), f"runbook 07's rollout plan ({len(stages)} stage(s))"
+        plan = fleet.get("plan") if isinstance(fleet.get("plan"), dict) else {}
+        held = [str(h.get("node")) for h in plan.get("held_back") or [] if isinstance(h, dict)]
+        out = f"; held back for hardware or fit, out of this change: {', '.join(held[:12])}" if held else ""
+        return list(dict.fromkeys(nodes)), f"runbook 07's rollout plan ({len(stages)} stage(s)){out}"
     evidence, why = run.evidence()
     host = evidence.get("host", "hostname") if evidence is not None else None
     if host:
