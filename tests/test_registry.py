@@ -58,3 +58,22 @@ def test_a_temporary_part_is_gone_after_its_block() -> None:
     with reg.temporarily(part):
         assert reg.ordered() == [part]
     assert "zz_temp" not in reg and reg.ordered() == []
+
+
+def test_the_multi_gpu_check_serves_the_canary_and_the_load_check_without_a_fake_context() -> None:
+    from pathlib import Path
+
+    from vllm_runbooks.canary import run_canary
+    from vllm_runbooks.canary.steps.gpu import communication_check
+
+    nccl = str(Path(__file__).parent / "data" / "canary" / "nccl_all_reduce_2xA100.txt")
+    step = run_canary(steps=["multi_gpu"], nccl_tests_file=nccl).step("multi_gpu")
+    direct = communication_check(nccl, None, 5.0)
+    assert step.status.value == direct.status.value == "pass" and step.reason == direct.reason
+    none = communication_check(None, ([], "no GPU here", None), 5.0)
+    assert none.status.value == "skip" and "0 GPU(s) (no GPU here)" in none.reason
+    import inspect
+
+    from vllm_runbooks.load import builtin_stages
+
+    assert "CanaryConfig" not in inspect.getsource(builtin_stages)  # runbook 05 builds no canary context

@@ -312,17 +312,11 @@ def image_tools(ctx: StageContext) -> Any:
 def multi_node(ctx: StageContext) -> Any:
     """The canary's step: nccl-tests output when given, else an NCCL + Gloo all-reduce across the
     local GPUs, else a skip that says why."""
-    from ..canary.model import CanaryConfig, Status
-    from ..canary.registry import StepContext
-    from ..canary.steps.gpu import multi_gpu
+    from ..canary.model import Status
+    from ..canary.steps.gpu import communication_check, gpus_for
 
     cfg = ctx.config
-    canary_cfg = CanaryConfig(
-        endpoint=cfg.endpoint or "",
-        nccl_tests_file=cfg.nccl_tests_file,
-        evidence_dir=cfg.evidence_dir,
-        allreduce_timeout_s=cfg.allreduce_timeout_s,
-    )
-    out = multi_gpu(StepContext(canary_cfg, ctx.client, {}))
+    found = gpus_for(cfg.evidence_dir) if not cfg.nccl_tests_file else None
+    out = communication_check(cfg.nccl_tests_file, found, cfg.allreduce_timeout_s)
     status = {Status.PASS: StageStatus.PASS, Status.FAIL: StageStatus.FAIL, Status.SKIP: StageStatus.SKIP}[out.status]
     return ctx.outcome(status, out.reason, details={"evidence": out.evidence, **out.details})

@@ -14,6 +14,7 @@ on the node under change for the watch to mean anything, and says so when it can
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ...evidence import health_watch
@@ -30,34 +31,33 @@ def _torch(ctx: StepContext) -> dict[str, Any]:
     return ctx.shared["torch_probe"]
 
 
-def _gpus(ctx: StepContext) -> tuple[list[dict[str, Any]], str, Evidence | None]:
-    """(gpus, where they came from / why none, evidence or None); cached per run."""
-    if "gpus" in ctx.shared:
-        return ctx.shared["gpus"]
-    ev = None
-    if ctx.config.evidence_dir:
+def gpus_for(evidence_dir: str | None) -> tuple[list[dict[str, Any]], str, Evidence | None]:
+    """(gpus, where they came from / why none, evidence or None): runbook 01's evidence when given,
+    else nvidia-smi on this machine. Needs no step context, so runbook 05 asks the same question."""
+    if evidence_dir:
         from ...execution.runs import load_result
 
         try:
-            ev = load_result(ctx.config.evidence_dir, "evidence_capture")
+            ev = load_result(evidence_dir, "evidence_capture")
         except (OSError, ValueError) as exc:  # absent, or refused as changed since capture
-            found: tuple[list[dict[str, Any]], str, Evidence | None] = ([], f"evidence unreadable: {exc}", None)
-            ctx.shared["gpus"] = found
-            return found
+            return [], f"evidence unreadable: {exc}", None
         nv = ev.item("nvidia")
         gpus = list(nv.value.get("gpus") or [])
         why = f"runbook 01 evidence ({ev.evidence_dir}/evidence.json)"
         if not gpus:
             why = f"runbook 01 evidence: nvidia {nv.status}: {nv.reason or 'no GPUs listed'}"
-        found = (gpus, why, ev)
-    else:
-        smi = nvidia_smi_gpus()
-        if smi.get("gpus"):
-            found = (smi["gpus"], "nvidia-smi on this machine", None)
-        else:
-            found = ([], f"{smi.get('error') or 'nvidia-smi lists no GPU'}; no evidence_dir given", None)
-    ctx.shared["gpus"] = found
-    return found
+        return gpus, why, ev
+    smi = nvidia_smi_gpus()
+    if smi.get("gpus"):
+        return smi["gpus"], "nvidia-smi on this machine", None
+    return [], f"{smi.get('error') or 'nvidia-smi lists no GPU'}; no evidence_dir given", None
+
+
+def _gpus(ctx: StepContext) -> tuple[list[dict[str, Any]], str, Evidence | None]:
+    """``gpus_for`` the canary's evidence_dir, cached per run."""
+    if "gpus" not in ctx.shared:
+        ctx.shared["gpus"] = gpus_for(ctx.config.evidence_dir)
+    return ctx.shared["gpus"]
 
 
 @register("gpu_cuda", "GPU and container CUDA recognition", 1, needs_endpoint=False)
@@ -125,9 +125,24 @@ def gpu_cuda(ctx: StepContext) -> Outcome:
 def multi_gpu(ctx: StepContext) -> Outcome:
     """nccl-tests output when given; else an NCCL + Gloo all-reduce across local GPUs; else skip."""
     cfg = ctx.config
-    if cfg.nccl_tests_file:
+    found = _gpus(ctx) if not cfg.nccl_tests_file else None
+    return communication_check(cfg.nccl_tests_file, found, cfg.allreduce_timeout_s, ctx.time, lambda: _torch(ctx))
+
+
+def communication_check(
+    nccl_tests_file: str | None,
+    found: tuple[list[dict[str, Any]], str, Evidence | None] | None,
+    allreduce_timeout_s: float,
+    time: Callable[[str, float | None], None] | None = None,
+    torch_here: Callable[[], dict[str, Any]] | None = None,
+) -> Outcome:
+    """The multi-GPU question, for the canary (step 7) and the load check (its multi-node stage):
+    nccl-tests output when given, else an NCCL + Gloo all-reduce across the GPUs ``found``
+    (``gpus_for``), else a skip that says why. ``torch_here`` probes torch on this machine (the
+    canary passes its per-run cache)."""
+    if nccl_tests_file:
         try:
-            res = load_nccl_tests(cfg.nccl_tests_file)
+            res = load_nccl_tests(nccl_tests_file)
         except OSError as exc:
             return failed(f"cannot read nccl_tests_file: {exc}")
         evidence = {
@@ -155,13 +170,13 @@ def multi_gpu(ctx: StepContext) -> Outcome:
             **details,
         )
 
-    gpus, source, ev = _gpus(ctx)
+    gpus, source, ev = found if found is not None else ([], "no GPU list given", None)
     if len(gpus) < 2:
         return skipped(
             f"{len(gpus)} GPU(s) ({source}): multi-GPU communication needs two or more; no nccl_tests_file given",
             not_applicable=len(gpus) == 1,
         )
-    tp = _torch(ctx)
+    tp = (torch_here or (lambda: torch_probe(timeout_s=min(allreduce_timeout_s, 120.0))))()
     if not tp.get("torch"):
         return skipped(
             f"{len(gpus)} GPUs but {tp.get('error') or 'torch unavailable'}: cannot run the all-reduce "
@@ -180,9 +195,10 @@ def multi_gpu(ctx: StepContext) -> Outcome:
         )
     runs = {}
     for backend in ("nccl", "gloo"):
-        out = allreduce_check(backend, world, cfg.allreduce_timeout_s)
+        out = allreduce_check(backend, world, allreduce_timeout_s)
         runs[backend] = out
-        ctx.time(f"{backend}_allreduce", out.get("seconds"))
+        if time is not None:
+            time(f"{backend}_allreduce", out.get("seconds"))
     bad = [
         f"{b}: {r.get('error') or [x.get('error') for x in r.get('ranks', []) if not x.get('ok')]}"
         for b, r in runs.items()
