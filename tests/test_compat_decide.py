@@ -6,6 +6,7 @@ import datetime as dt
 
 import pytest
 
+from ci_rules import need_path
 from vllm_runbooks.compat import CompatInputs, decide, load_facts
 from vllm_runbooks.compat.facts import parse_version
 
@@ -454,8 +455,7 @@ def test_data_matches_reference_yaml():
     import yaml
 
     ref_path = pathlib.Path(__file__).resolve().parents[2] / "shared" / "reference" / "cuda_compat.yaml"
-    if not ref_path.exists():
-        pytest.skip("shared reference not present")
+    need_path(ref_path, "the shared reference (../shared/reference/cuda_compat.yaml)")
     ref = yaml.safe_load(ref_path.read_text())
     ours = load_facts().data
     a = {e["cuda"]: e["linux_x86_64"] for e in ref["toolkit_driver_minimums"]["entries"]}

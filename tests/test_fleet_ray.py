@@ -18,13 +18,14 @@ from pathlib import Path
 
 import pytest
 
+from ci_rules import need_module
 from conftest import R575, R575_PLANTED, R580, REPO_ROOT
 from vllm_runbooks.cli import main
 from vllm_runbooks.execution import runs
 from vllm_runbooks.fleet import Config, run
 from vllm_runbooks.fleet.nodeprobe import TEST_SEAM_ENV
 
-pytest.importorskip("ray")
+need_module("ray", "the fleet extra: make test installs it")
 pytestmark = pytest.mark.slow
 
 CPU_NODE = REPO_ROOT / "examples" / "fleet" / "bundles" / "cpu-node-03"

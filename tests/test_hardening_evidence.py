@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_rules import need_module
 from conftest import R575
 from vllm_runbooks import probe
 from vllm_runbooks.cli import main
@@ -172,7 +173,7 @@ def test_hostile_probe_json_is_ignored_with_the_reason(tmp_path: Path, content: 
 
 
 def test_xz_bz2_zstd_logs_are_decompressed_and_a_damaged_zstd_said(tmp_path: Path) -> None:
-    zstandard = pytest.importorskip("zstandard")
+    zstandard = need_module("zstandard")
     b = _bundle(tmp_path)
     (b / "logs").mkdir(exist_ok=True)
     line = (DRIVER_LINE + "\n").encode()

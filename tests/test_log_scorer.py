@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_rules import need_path
 from vllm_runbooks.logs import diagnose_text
 from vllm_runbooks.logs.classify import signature_diagnosis
 from vllm_runbooks.logs.diagnosis import LogDiagnoses, LogDiagnosis
@@ -73,10 +74,8 @@ def test_shipped_model_records_its_inputs(model: Model) -> None:
     assert set(model.classes) - {"none"} <= set(LABELS) and "healthy" not in model.classes
 
 
-@pytest.mark.skipif(
-    not DEV_CORPUS.exists(), reason=f"team corpus {DEV_CORPUS} not present (it is part of the training data)"
-)
 def test_retraining_reproduces_the_shipped_file_byte_for_byte(tmp_path: Path) -> None:
+    need_path(DEV_CORPUS, "the team corpus (part of the scorer's training data)")
     out = tmp_path / "log_scorer.json"
     r = subprocess.run(
         [sys.executable, str(SCRIPT), "--output", str(out)], capture_output=True, text=True, timeout=600, check=False

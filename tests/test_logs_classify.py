@@ -8,11 +8,14 @@ import gzip
 import io
 import json
 import lzma
+import platform
+import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
 
+from ci_rules import need_path, unavailable
 from vllm_runbooks.cli import logs as cli_logs
 from vllm_runbooks.logs import (
     STATUS_EMPTY,
@@ -220,13 +223,15 @@ def _corpus_logs() -> list[str]:
     return [json.loads(x)["log"] for x in DEV_CORPUS.read_text().splitlines() if x.strip()]
 
 
-@pytest.mark.skipif(not DEV_CORPUS.exists(), reason="dev corpus not present")
 @pytest.mark.parametrize("engine", ["re", "re2", "hyperscan"])
 def test_engines_give_identical_findings(engine: str) -> None:
+    need_path(DEV_CORPUS, "the team's dev corpus (../shared/corpus)")
     if engine == "re2" and not re2_available():
-        pytest.skip("google-re2 not installed")
+        unavailable("google-re2 not installed (a declared dependency)")
     if engine == "hyperscan" and not hyperscan_available():
-        pytest.skip("hyperscan not installed")
+        if platform.machine() != "x86_64" or sys.platform != "linux":
+            pytest.skip("hyperscan is declared for x86_64 Linux only")
+        unavailable("hyperscan not installed (a declared dependency on x86_64 Linux)")
     for log in _corpus_logs():
         a = diagnose_text(log, engine="re")
         b = diagnose_text(log, engine=engine, threads=2)
@@ -307,8 +312,8 @@ def test_cli_text(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ dev-corpus accuracy floor
-@pytest.mark.skipif(not DEV_CORPUS.exists(), reason="dev corpus not present")
 def test_dev_corpus_accuracy_floor() -> None:
+    need_path(DEV_CORPUS, "the team's dev corpus (../shared/corpus)")
     rep = evaluate(DEV_CORPUS)
     # measured 0.947 (72/76): three excerpts labelled healthy stop before the server answers, so
     # "healthy needs proof" calls them inconclusive (issue 10), and oomw-006 has no phase marker.

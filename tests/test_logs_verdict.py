@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_rules import need_path
 from vllm_runbooks.logs import diagnose_text
 from vllm_runbooks.logs.codes import code_tables, resolve
 from vllm_runbooks.logs.evaluate import DEV_CORPUS, evaluate, load_corpus
@@ -120,8 +121,7 @@ def test_json_carries_label_confidence_evidence_and_would_decide(tmp_path: Path)
 
 @pytest.mark.parametrize("path", [OTHER, HELDOUT, DEV_CORPUS], ids=["other-projects", "heldout", "dev"])
 def test_no_failure_is_called_healthy(path: Path) -> None:
-    if not path.exists():
-        pytest.skip(f"{path} not present")
+    need_path(path, "a labelled log set")
     rep = evaluate(path)
     assert rep["n"] >= 40 and rep["failures"] >= 30
     assert rep["failures_called_healthy"] == [], rep["failures_called_healthy"]
