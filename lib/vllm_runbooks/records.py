@@ -73,22 +73,27 @@ class Record:
 
     @classmethod
     def from_dict(cls: type[T], data: dict[str, Any]) -> T:
-        """Shallow reader: unknown keys are ignored so newer files still load.
+        """Read the record back deeply (:func:`rebuild`): nested records, enums and optionals typed,
+        unknown keys ignored so newer files still load, a newer ``schema_version`` refused.
 
-        Records with nested records override this to rebuild their children.
+        Override only where a field needs more than its annotation says (a legacy shape to adapt).
         """
-        version = data.get("schema_version", cls.SCHEMA_VERSION)
-        if isinstance(version, int) and version > cls.SCHEMA_VERSION:
-            raise ValueError(
-                f"{cls.SCHEMA} schema_version {version} is newer than this library reads "
-                f"({cls.SCHEMA_VERSION}); upgrade vllm-runbooks"
-            )
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return rebuild(cls, data)
 
     def scrap(self) -> dict[str, Any]:
         """What gets glued into a notebook: the record's plain JSON."""
         return self.to_dict()
+
+
+def check_schema_version(cls: type, data: dict[str, Any]) -> None:
+    """The one schema-version check: a file written by a newer library is refused, never half-read."""
+    version = data.get("schema_version", getattr(cls, "SCHEMA_VERSION", 1))
+    if isinstance(version, int) and version > getattr(cls, "SCHEMA_VERSION", 1):
+        name = getattr(cls, "SCHEMA", cls.__name__)
+        raise ValueError(
+            f"{name} schema_version {version} is newer than this library reads "
+            f"({getattr(cls, 'SCHEMA_VERSION', 1)}); upgrade vllm-runbooks"
+        )
 
 
 def rebuild(cls: type[T], data: dict[str, Any]) -> T:
@@ -99,10 +104,7 @@ def rebuild(cls: type[T], data: dict[str, Any]) -> T:
     their own ``from_dict`` are rebuilt through it; unknown keys are ignored, and a newer
     ``schema_version`` than this library knows is refused.
     """
-    version = data.get("schema_version", getattr(cls, "SCHEMA_VERSION", 1))
-    if isinstance(version, int) and version > getattr(cls, "SCHEMA_VERSION", 1):
-        name = getattr(cls, "SCHEMA", cls.__name__)
-        raise ValueError(f"{name} schema_version {version} is newer than this library reads")
+    check_schema_version(cls, data)
     try:
         hints = typing.get_type_hints(cls)
     except (NameError, TypeError):  # an annotation only importable for type checkers: keep values as read

@@ -84,13 +84,6 @@ class StepResult(Record):
     evidence: str = ""  # bounded excerpt of the server's own answer or message
     details: dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> StepResult:
-        """Rebuild with the status typed (reports saved by runbook 03 are read back)."""
-        base = super().from_dict(data)
-        base.status = Status(base.status)
-        return base
-
     def __repr__(self) -> str:
         return f"StepResult({self.step!r}, {self.status.value}, {self.reason[:120]!r})"
 
@@ -148,14 +141,6 @@ class CanaryReport(ResultMixin, Record):
     steps: list[StepResult] = field(default_factory=list)
     plan: list[ExpansionStage] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CanaryReport:
-        """Rebuild steps and plan typed (the saved report is what runbook 06 reads)."""
-        base = super().from_dict(data)
-        base.steps = [StepResult.from_dict(s) for s in data.get("steps") or []]
-        base.plan = [ExpansionStage.from_dict(p) for p in data.get("plan") or []]
-        return base
 
     def __repr__(self) -> str:
         return f"CanaryReport(verdict={self.verdict!r}, {self.counts()}, endpoint={self.endpoint!r})"

@@ -185,13 +185,6 @@ class ToolAccuracy(Record):
     aborted: str | None = None
     checks: list[CallCheck] = field(default_factory=list)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ToolAccuracy:
-        """Rebuild with the per-call checks typed."""
-        base = super().from_dict(data)
-        base.checks = [CallCheck.from_dict(c) for c in data.get("checks") or []]
-        return base
-
     @property
     def schema_accuracy(self) -> float | None:
         """Valid calls over checked calls; None when no call was checked (never 100% of nothing)."""

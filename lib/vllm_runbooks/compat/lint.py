@@ -59,14 +59,6 @@ class LintReport(Record):
     findings: list[LintFinding] = field(default_factory=list)
     interconnect: dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LintReport:
-        """Rebuild the parsed launch and the findings typed."""
-        base = super().from_dict(data)
-        base.launch = ParsedLaunch.from_dict(data.get("launch") or {})
-        base.findings = [LintFinding.from_dict(f) for f in data.get("findings") or []]
-        return base
-
     @property
     def errors(self) -> list[LintFinding]:
         """Findings that would break the launch."""

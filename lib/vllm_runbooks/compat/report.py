@@ -27,15 +27,6 @@ class CompatReport(Record):
     lint: LintReport
     remediation: Remediation
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CompatReport:
-        """Rebuild the three parts typed (a saved runbook 02 result is read back by later stages)."""
-        return cls(
-            CompatDecision.from_dict(data["decision"]),
-            LintReport.from_dict(data["lint"]),
-            Remediation.from_dict(data["remediation"]),
-        )
-
     @property
     def verdict(self) -> str:
         """The compatibility verdict the remediation was chosen for."""

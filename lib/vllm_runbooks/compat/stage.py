@@ -95,13 +95,6 @@ class DecisionInputs(Record):
     overrides: dict[str, Any]
     log_paths: list[str]
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DecisionInputs:
-        """Rebuild with typed inputs (a saved decision is read back by later stages)."""
-        base = super().from_dict(data)
-        base.inputs = CompatInputs.from_dict(data.get("inputs") or {})
-        return base
-
     def _repr_html_(self) -> str:
         from ..display import esc, html_table
 

@@ -68,24 +68,6 @@ class RolloutPlan(Record):
     held_back: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # how hardware shaped the plan (degraded, unknown)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RolloutPlan:
-        """Rebuild the stages and their nodes typed (a saved plan is read back by later stages)."""
-        plan = super().from_dict(data)
-        plan.stages = [
-            RolloutStage(
-                **{
-                    **{k: v for k, v in s.items() if k not in ("schema", "schema_version")},
-                    "nodes": [
-                        PlannedNode(**{k: v for k, v in n.items() if k not in ("schema", "schema_version")})
-                        for n in s.get("nodes") or []
-                    ],
-                }
-            )
-            for s in data.get("stages") or []
-        ]
-        return plan
-
     def rows(self) -> list[dict[str, Any]]:
         """One row per stage: what it covers and its gate (for the table in the notebook)."""
         out = []

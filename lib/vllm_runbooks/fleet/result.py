@@ -107,15 +107,6 @@ class FleetResult(ResultMixin, Record):
     duration_s: float = 0.0
     notes: list[str] = field(default_factory=list)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FleetResult:
-        """Rebuild target, rows and plan typed, so a later stage reads records, not dicts."""
-        base = super().from_dict({k: v for k, v in data.items() if k not in ("target", "nodes", "plan")})
-        base.target = FleetTarget.from_dict(data.get("target") or {})
-        base.nodes = [NodeRow.from_dict(n) for n in data.get("nodes") or []]
-        base.plan = RolloutPlan.from_dict(data["plan"]) if data.get("plan") else None
-        return base
-
     # -- what the fleet says --------------------------------------------------------------------
     def by_action(self, action: str) -> list[NodeRow]:
         """The nodes the fleet does one thing with (ready, upgrade_driver, unanswered, …)."""

@@ -47,14 +47,6 @@ class LevelResult(Record):
     signals: Signals | None = None
     saturation: SaturationTest | None = None
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LevelResult:
-        out = super().from_dict(data)
-        out.summary = Summary.from_dict(data.get("summary") or {})
-        out.signals = Signals.from_dict(data["signals"]) if data.get("signals") else None
-        out.saturation = SaturationTest.from_dict(data["saturation"]) if data.get("saturation") else None
-        return out
-
     def point(self) -> LevelPoint:
         """This level as the saturation test and the knee read it."""
         s = self.summary
@@ -85,15 +77,6 @@ class StageOutcome(Record):
     counter_deltas: dict[str, float | None] = field(default_factory=dict)
     log_findings: list[dict[str, Any]] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> StageOutcome:
-        out = super().from_dict(data)
-        out.status = StageStatus(data.get("status", "skip"))
-        out.summary = Summary.from_dict(data["summary"]) if data.get("summary") else None
-        out.levels = [LevelResult.from_dict(x) for x in data.get("levels") or []]
-        out.signals = Signals.from_dict(data["signals"]) if data.get("signals") else None
-        return out
 
     def row(self) -> dict[str, Any]:
         """One row of the per-stage table."""
@@ -139,14 +122,6 @@ class LoadCheckResult(ResultMixin, Record):
 
     def __repr__(self) -> str:
         return f"LoadCheckResult(verdict={self.verdict!r}, knee={self.knee_concurrency}, source={self.source!r})"
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LoadCheckResult:
-        out = super().from_dict(data)
-        out.stages = [StageOutcome.from_dict(s) for s in data.get("stages") or []]
-        out.metrics = [MetricsSample.from_dict(m) for m in data.get("metrics") or []]
-        out.records = [RequestRecord.from_dict(r) for r in data.get("records") or []]
-        return out
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..records import Record, rebuild
+from ..records import Record
 from ..stage import Headline, ResultMixin, register_result
 from .experiment import ExperimentResult
 from .granularity import HitGranularity, PrefixFit
@@ -43,11 +43,6 @@ class PrefixCacheResult(ResultMixin, Record):
     fit: PrefixFit | None = None
     mismatch: MismatchReport | None = None
     retention: RetentionResult | None = None
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PrefixCacheResult:
-        """Every step's record rebuilt typed from its saved JSON."""
-        return rebuild(cls, data)
 
     def headline(self) -> Headline:
         """The verdict and its bounded key figures (no per-request lists: run.json stays small)."""

@@ -184,23 +184,6 @@ class ChangeRecord(ResultMixin, Record):
     #: The change-board fields (record/board.py); None in a record written before they existed.
     board: ChangeBoard | None = None
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ChangeRecord:
-        base = super().from_dict(data)
-        base.board = ChangeBoard.from_dict(data["board"]) if isinstance(data.get("board"), dict) else None
-        base.runbooks = [RunbookLine.from_dict(x) for x in data.get("runbooks") or []]
-        for name, kind in (("verified", ScopeItem), ("unverified", ScopeItem), ("checklist", ChecklistItem)):
-            items = [kind.from_dict(x) for x in data.get(name) or []]
-            for item in items:
-                item.evidence = [Citation.from_dict(c) for c in item.evidence]  # type: ignore[union-attr]
-            setattr(base, name, items)
-        base.baseline = [BaselineItem.from_dict(x) for x in data.get("baseline") or []]
-        for item in base.baseline:
-            item.evidence = [Citation.from_dict(c) for c in item.evidence]  # type: ignore[arg-type]
-        base.rollback = [RollbackCondition.from_dict(x) for x in data.get("rollback") or []]
-        base.comparison = [Change.from_dict(x) for x in data.get("comparison") or []]
-        return base
-
     def __repr__(self) -> str:
         ticked = sum(c.ticked for c in self.checklist)
         path = self.adopted_path.get("path")
