@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..logs.diagnosis import LogDiagnoses
-from ..records import Record
+from ..records import Record, check_schema_version
 from ..stage import Headline, ResultMixin, register_result
 from .decide import VERDICTS
 from .inputs import CompatInputs, build_inputs
@@ -167,9 +167,7 @@ class CompatResult(ResultMixin, Record):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CompatResult:
         """Rebuild every part typed, so runbook 06 reads the decision, not a dict."""
-        cls_version = data.get("schema_version", cls.SCHEMA_VERSION)
-        if isinstance(cls_version, int) and cls_version > cls.SCHEMA_VERSION:
-            raise ValueError(f"{cls.SCHEMA} schema_version {cls_version} is newer than this library reads")
+        check_schema_version(cls, data)
         return cls(
             gathered=DecisionInputs.from_dict(data["gathered"]),
             logs=LogDiagnoses.from_dict(data.get("logs") or {}),
