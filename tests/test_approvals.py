@@ -203,3 +203,26 @@ def test_runs_verify_with_approvals_reads_each_file_once(tmp_path: Path, monkeyp
     (run_dir / "canary" / "canary_report.json").write_text('{"schema": "canary_report", "verdict": "fail"}')
     tampered = summarise_run(run_dir, verify=True).tampered
     assert tampered[0] == "canary/canary_report.json" and "stale" in tampered[1]
+
+
+def test_a_policy_asking_more_approvers_than_the_signers_file_lists_is_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vllm_runbooks.record.approvals import reachable, signer_names
+
+    run_dir = recorded_run(tmp_path)
+    signers = tmp_path / "allowed_signers"
+    signers.write_text('# team\nalice,bob ssh-ed25519 AAAAC3 x\ncarol namespaces="x" ssh-ed25519 AAAAC3 y\n')
+    assert signer_names(signers) == ["alice", "bob", "carol"]
+    record = json.loads((run_dir / "change_record.json").read_text())
+    assert reachable(record, signers) == ""  # 1 required, bob and carol besides the requester alice
+    record["approval_policy"]["approvals_required"] = 3
+    assert "asks for 3 approval(s)" in reachable(record, signers) and "2 person(s) other than the requester" in (
+        reachable(record, signers)
+    )
+    assert reachable(record, None) == "" and reachable(record, tmp_path / "missing") == ""
+    three = recorded_run(tmp_path / "three", required=3)
+    assert main(["approvals", str(three), "--allowed-signers", str(signers)]) == 1
+    assert "unreachable" in capsys.readouterr().out
+    assert main(["approvals", str(run_dir), "--allowed-signers", str(signers)]) == 1  # pending, reachable
+    assert "unreachable" not in capsys.readouterr().out

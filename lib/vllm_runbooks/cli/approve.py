@@ -49,9 +49,17 @@ def cmd_approve(args: argparse.Namespace) -> int:
 
 def cmd_approvals(args: argparse.Namespace) -> int:
     """0 when the record is approved, 1 otherwise (pending, rejected, or an approval no longer holds)."""
+    import os
     from pathlib import Path
 
-    from ..record.approvals import ApprovalRefused, check_approvals, current_record, policy_status
+    from ..record.approvals import (
+        SIGNERS_ENV,
+        ApprovalRefused,
+        check_approvals,
+        current_record,
+        policy_status,
+        reachable,
+    )
     from . import dump_json
 
     try:
@@ -61,6 +69,9 @@ def cmd_approvals(args: argparse.Namespace) -> int:
         return exit_codes.REFUSED
     checks = check_approvals(args.run_dir, args.allowed_signers)
     status, why = policy_status(record, checks)
+    never = reachable(record, args.allowed_signers or os.environ.get(SIGNERS_ENV))
+    if never and not status.startswith("approved") and status != "rejected":
+        status, why = "unreachable", f"{why}; {never}"
     if args.format == "json":
         dump_json({"record": rel, "status": status, "why": why, "approvals": [c.to_dict() for c in checks]})
     else:

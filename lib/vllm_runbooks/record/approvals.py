@@ -340,6 +340,43 @@ def _stale(entry: Approval, current: tuple[str, str, str, dict[str, str]] | None
     return ""
 
 
+def signer_names(signers: str | Path | None) -> list[str] | None:
+    """The people an allowed-signers file lists (its principals, first field, comma-separated);
+    None when no file is given or it cannot be read (then nobody can say how many exist)."""
+    if not signers:
+        return None
+    from ..bounded import read_text
+
+    try:
+        text = read_text(Path(signers).expanduser(), 1024 * 1024).text
+    except OSError:
+        return None
+    names: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            names += [n for n in line.split()[0].split(",") if n and n not in names]
+    return names
+
+
+def reachable(record: dict[str, Any], signers: str | Path | None) -> str:
+    """Why the record's policy can never be met by the people the allowed-signers file lists ("" when
+    it can, or when no file says who exists): more approvals than people other than the requester."""
+    names = signer_names(signers)
+    if names is None:
+        return ""
+    policy = record.get("approval_policy") if isinstance(record.get("approval_policy"), dict) else {}
+    required = int(policy.get("approvals_required") or 1)
+    requester = str(record.get("requester") or "").casefold()
+    others = [n for n in names if n.casefold() != requester]
+    if required > len(others):
+        return (
+            f"the policy asks for {required} approval(s) but the allowed-signers file lists {len(others)} "
+            f"person(s) other than the requester: it can never be met as signed approvals"
+        )
+    return ""
+
+
 def policy_status(record: dict[str, Any], checks: list[ApprovalCheck]) -> tuple[str, str]:
     """``rejected`` / ``approved`` / ``approved_with_conditions`` / ``pending`` and why, by the record's policy.
 
