@@ -5,7 +5,8 @@
 2. After the change: the embedded vLLM CPU target is started and the suite runs on the
    after-upgrade incident (01, 02) plus the target (03, 04, and 05 / 07 when their templates
    exist), then runbook 06 writes the change record against the baseline; the target is stopped.
-Then the record's paths are printed: ``change_record.html`` opens offline in any browser.
+Then the paths are printed: ``index.html`` (the whole run on one page) and ``change_record.html``
+open offline in any browser.
 Exit code: 0 when every runbook ran or was skipped with a reason, 1 otherwise.
 """
 
@@ -85,7 +86,8 @@ def main() -> int:
     results = [before] + ([after] if after else [])
     final = results[-1]
     record = Path(final.run_dir)
-    print("\nChange record (open offline):")
+    print(f"\nOpen first (the whole run on one page, offline): {record / 'index.html'}")
+    print("Change record (open offline):")
     for name in ("change_record.html", "change_record.md", "06_change_record.report.html"):
         if (record / name).is_file():
             print(f"  {record / name}")

@@ -22,6 +22,7 @@ from ci_rules import need_module
 from conftest import R575, R575_PLANTED, R580, REPO_ROOT
 from vllm_runbooks.cli import main
 from vllm_runbooks.execution import runs
+from vllm_runbooks.execution.offline_html import plotlyjs_name
 from vllm_runbooks.fleet import Config, run
 from vllm_runbooks.fleet.nodeprobe import TEST_SEAM_ENV
 
@@ -159,7 +160,8 @@ def test_headline_plan_and_offline_html(surveyed) -> None:
     }
     page = (run_dir / "07_fleet_survey.html").read_text(encoding="utf-8")
     assert not re.search(r"<script[^>]*src=[\"']https?://[^\"']*plot", page)
-    assert "Plotly.newPlot" in page and len(page) > 1_000_000
+    assert "Plotly.newPlot" in page and len(page) < 1_000_000  # drawn from the run's one plotly.js
+    assert f'src="{plotlyjs_name()}"' in page and (run_dir / plotlyjs_name()).is_file()
 
 
 def test_bundles_came_back_redacted_and_bundle_mode_gives_the_same_table(surveyed, tmp_path: Path) -> None:

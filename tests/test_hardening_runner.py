@@ -197,11 +197,11 @@ def test_run_json_with_non_object_entries_is_refused_before_running(templates: P
 
 
 def test_scrubber_covers_every_output_mime_type() -> None:
-    from vllm_runbooks.display import figure_html
+    import plotly.io as pio
 
     hover = "line 3 · &#x27;api_key&#x27;: [&#x27;hoverKey01&#x27;] Bearer bearerTok02abcdef sk-plotlyKey03abcdefghij"
     fig = {"data": [{"type": "scatter", "x": [1], "y": [1], "text": [hover]}], "layout": {"title": {"text": hover}}}
-    html_out = figure_html(fig, include_plotlyjs=True)
+    html_out = pio.to_html(fig, full_html=False, include_plotlyjs=True)  # an older notebook's figure HTML
     nb = {
         "cells": [
             {

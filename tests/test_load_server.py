@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from vllm_runbooks.execution.offline_html import plotlyjs_name
 from vllm_runbooks.execution.runner import run_runbook
 from vllm_runbooks.target import TargetHandle
 
@@ -78,5 +79,6 @@ def test_runbook_05_on_the_real_target_with_a_restart(target: TargetHandle, tmp_
 
     html = (run_dir / "05_load_check.html").read_text()
     assert "Latency vs concurrency" in html and "Errors by class and stage" in html
-    # the figures carry plotly.js inline (nbconvert's own page template is the runner's business)
-    assert "Plotly.newPlot" in html and not re.search(r"<script[^>]+src=[\"'][^\"']*plotly", html)
+    # the figures are drawn from the run directory's one plotly.js, never fetched from elsewhere
+    assert "Plotly.newPlot" in html and not re.search(r"<script[^>]+src=[\"']https?://", html)
+    assert f'src="{plotlyjs_name()}"' in html

@@ -12,6 +12,7 @@ from notebook_factory import make_template
 from vllm_runbooks.cli import main
 from vllm_runbooks.execution import parameters, runjson, runner
 from vllm_runbooks.execution import templates as templates_mod
+from vllm_runbooks.execution.offline_html import plotlyjs_name
 from vllm_runbooks.execution.scraps import read_scraps
 
 OK_BODY = [
@@ -65,15 +66,17 @@ def test_run_writes_notebook_html_and_run_json(templates: Path, tmp_path: Path) 
     assert nb.name == "01_smoke.ipynb" and html.name == "01_smoke.html"
     assert read_scraps(nb)["headline"]["figures"] == {"gpus": 2, "endpoint": "http://h:1"}
     page = html.read_text(encoding="utf-8")
-    # plotly.js is inlined (renders offline), not fetched from a CDN.
+    # figures are drawn from the run directory's one plotly.js, never fetched or inlined
     assert not re.search(r"<script[^>]*src=[\"']https?://[^\"']*plot", page)
-    assert "Plotly.newPlot" in page and len(page) > 1_000_000
+    assert "Plotly.newPlot" in page and len(page) < 1_000_000
+    assert f'src="{plotlyjs_name()}"' in page and (run_dir / plotlyjs_name()).is_file()
     run = runjson.load_run(run_dir)
     assert run["status"] == "ok"
     entry = run["runbooks"][0]
     assert entry["headline"]["verdict"] == "pass"
     assert entry["parameters"]["run_dir"] == str(run_dir.resolve())
-    assert set(run["artefacts"]) == {"01_smoke.ipynb", "01_smoke.html", "01_smoke.report.html"}
+    listed = {"01_smoke.ipynb", "01_smoke.html", "01_smoke.report.html", plotlyjs_name(), "index.html"}
+    assert set(run["artefacts"]) == listed
     assert run["artefacts"]["01_smoke.ipynb"] == runjson.sha256_file(nb)
     assert run["versions"]["packages"]["papermill"]
 

@@ -3,19 +3,25 @@
 Every result renders itself with these (no package keeps its own HTML helpers), so a verdict
 looks the same in every runbook. Figures follow one idiom: a result method returns a
 :class:`FigureView` (or :func:`figure_view` of a figure that may be missing), and a cell that
-ends with it shows the figure. It is shown as a mime bundle: JupyterLab renders the plotly JSON
-natively, and the HTML copy made by nbconvert gets a ``text/html`` rendering with plotly.js
-inlined once per kernel, so an executed notebook opens on an air-gapped node.
+ends with it shows the figure. It is shown as a mime bundle of the plotly JSON (which JupyterLab
+renders natively, offline) and a line of text; the notebook never carries plotly.js (4.6 MB a
+copy). The pages the product writes (HTML copies, report views, the run's ``index.html``) draw
+the same JSON with :func:`figure_div` and :data:`FIGURE_SCRIPT`, loading plotly.js from the one
+copy in the run directory; a page opened without it says so in place of each figure.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-_PLOTLYJS_EMITTED = False
+#: The mime type of a plotly figure in a notebook output (JupyterLab's plotly renderer draws it).
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
 VERDICT_COLOURS = {
     "good": "#1b7f3b",
@@ -140,29 +146,125 @@ def banner(title: str, detail: str = "", tone: str = "unknown") -> str:
     )
 
 
-def figure_html(fig: Any, include_plotlyjs: bool) -> str:
-    """A figure (or a figure dict) as an HTML fragment (plotly.js inlined when asked: the first figure of a kernel)."""
-    import plotly.io as pio
-
-    return pio.to_html(fig, full_html=False, include_plotlyjs=include_plotlyjs, config={"displaylogo": False})
-
-
 def figure_bundle(fig: Any) -> dict[str, Any]:
-    """The mime bundle for a figure: plotly JSON for JupyterLab, HTML (plotly.js once per kernel).
+    """The mime bundle for a figure: plotly JSON (JupyterLab draws it) and a line saying so.
 
-    Every text of the figure (trace text, hover text, titles, axis labels) is redacted first:
-    figures are drawn from log lines and parameters, and the notebook is shared evidence.
+    No plotly.js and no second copy of the data: inlining the library put 4.6 MB into every
+    notebook. A viewer without a plotly renderer shows the line (HTML or text); the product's
+    HTML copies draw the JSON (``execution.offline_html``). Every text of the figure (trace text,
+    hover text, titles, axis labels) is redacted first: figures are drawn from log lines and
+    parameters, and the notebook is shared evidence.
     """
-    global _PLOTLYJS_EMITTED
     from .redact import redact_markup_obj
 
-    clean = redact_markup_obj(json.loads(fig.to_json()))
-    bundle = {
-        "application/vnd.plotly.v1+json": clean,
-        "text/html": figure_html(clean, include_plotlyjs=not _PLOTLYJS_EMITTED),
+    clean = redact_markup_obj(json.loads(fig.to_json()) if hasattr(fig, "to_json") else fig)
+    text = figure_text(clean)
+    return {PLOTLY_MIME: clean, "text/html": f"<p><em>{esc(text)}</em></p>", "text/plain": text}
+
+
+def figure_title(fig: Any, limit: int = 200) -> str:
+    """A figure's title text (plotly JSON), bounded; "" when it has none."""
+    layout = fig.get("layout") if isinstance(fig, Mapping) else None
+    title = layout.get("title") if isinstance(layout, Mapping) else None
+    text = title.get("text") if isinstance(title, Mapping) else title
+    return " ".join(str(text).split())[:limit] if isinstance(text, str | int | float) else ""
+
+
+def figure_text(fig: Any) -> str:
+    """What a viewer without a plotly renderer shows for a figure output: what it is, where to see it."""
+    title = figure_title(fig)
+    named = f" {title!r}" if title else ""
+    return f"plotly figure{named}: drawn by JupyterLab and in the HTML copies of this notebook"
+
+
+#: Drawn into every ``div.vr-figure`` of a page from its JSON (``script.vr-figure-data``) once
+#: plotly.js has loaded; without plotly.js, or when a figure cannot be drawn, the figure's notice
+#: stays and says why. One fixed script: pages list its sha256 in their Content-Security-Policy.
+FIGURE_SCRIPT = """(function () {
+  var figures = document.querySelectorAll("div.vr-figure");
+  for (var i = 0; i < figures.length; i++) {
+    var box = figures[i];
+    var data = box.querySelector("script.vr-figure-data");
+    var plot = box.querySelector("div.vr-figure-plot");
+    var notice = box.querySelector(".vr-figure-notice");
+    if (!window.Plotly || !data || !plot) { continue; }
+    try {
+      var fig = JSON.parse(data.textContent);
+      var config = Object.assign({displaylogo: false, responsive: true}, fig.config || {});
+      window.Plotly.newPlot(plot, fig.data || [], fig.layout || {}, config);
+      if (notice) { notice.remove(); }
+    } catch (err) {
+      if (notice) { notice.textContent = "This figure could not be drawn: " + err; }
     }
-    _PLOTLYJS_EMITTED = True
-    return bundle
+  }
+})();"""
+
+
+def figure_script_hash() -> str:
+    """The CSP source (``'sha256-…'``) of :data:`FIGURE_SCRIPT`, the one inline script a page runs."""
+    digest = base64.b64encode(hashlib.sha256(FIGURE_SCRIPT.encode("utf-8")).digest()).decode("ascii")
+    return f"'sha256-{digest}'"
+
+
+def page_csp(figures: bool) -> str:
+    """The Content-Security-Policy of a page the product writes: nothing from the network, no inline
+    script but :data:`FIGURE_SCRIPT`, scripts only from the page's own place (the run directory's
+    plotly.js) when it has figures. Markup that reached a page from a value cannot run."""
+    scripts = f"script-src 'self' {figure_script_hash()}" if figures else "script-src 'none'"
+    return f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:; {scripts}"
+
+
+def _finite(value: Any, depth: int = 0) -> Any:
+    """``value`` with NaN and infinities as null (``JSON.parse`` refuses them), bounded in depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if depth > 64:
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v, depth + 1) for v in value]
+    return value
+
+
+def _script_json(value: Any) -> str:
+    """JSON safe inside a ``<script type="application/json">`` element (no ``</script>``, no ``<!--``)."""
+    text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), default=str)
+    return (
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def figure_div(fig: Any, library: str | None) -> str:
+    """A figure (plotly JSON) as an HTML fragment drawn by the page's :data:`FIGURE_SCRIPT`.
+
+    The JSON sits in a data block (never executed, so text in it cannot become markup or script);
+    until the figure is drawn the fragment shows a notice naming what is missing, so a page
+    attached alone to a ticket says that its figures need ``library`` (plotly.js beside it)
+    rather than showing a blank.
+    """
+    title = figure_title(fig)
+    what = f"Figure {title!r}" if title else "A figure"
+    where = (
+        f"plotly.js ({library}, which lies beside this page in its run directory)"
+        if library
+        else "plotly.js, which this page does not load"
+    )
+    notice = (
+        f"{what} is not drawn here: it needs {where}. Open the page from its run directory, "
+        "or the notebook in JupyterLab."
+    )
+    return (
+        "<div class='vr-figure'>"
+        f"<p class='vr-figure-notice' style='border:1px dashed #b26a00;padding:6px 10px'>{esc(notice)}</p>"
+        "<div class='vr-figure-plot'></div>"
+        f"<script type='application/json' class='vr-figure-data'>{_script_json(fig)}</script>"
+        "</div>"
+    )
 
 
 class FigureView:
@@ -202,7 +304,7 @@ class HtmlView:
 
 
 class FigureGroup:
-    """Several figures shown by one cell (one per log, say), each offline-capable."""
+    """Several figures shown by one cell (one per log, say), each as a figure bundle."""
 
     def __init__(self, figures: list[Any], empty: str = "no figure") -> None:
         self.figures, self.empty = list(figures), empty
@@ -212,7 +314,7 @@ class FigureGroup:
         return len(self.figures)
 
     def _ipython_display_(self) -> None:
-        """One output per figure, each a full bundle (plotly JSON for JupyterLab, HTML offline)."""
+        """One output per figure, each a full bundle (plotly JSON for JupyterLab and the HTML copies)."""
         from IPython.display import HTML, display
 
         if not self.figures:
@@ -221,15 +323,11 @@ class FigureGroup:
             display(figure_bundle(fig), raw=True)
 
     def _repr_html_(self) -> str:
-        """All figures as one HTML fragment (where IPython's display hook is not used)."""
-        global _PLOTLYJS_EMITTED
+        """All figures as one HTML fragment (where IPython's display hook is not used): drawn by a
+        page that loads plotly.js and runs :data:`FIGURE_SCRIPT`, a notice otherwise."""
         if not self.figures:
             return f"<p><em>{esc(self.empty)}</em></p>"
-        parts = []
-        for fig in self.figures:
-            parts.append(figure_html(fig, include_plotlyjs=not _PLOTLYJS_EMITTED))
-            _PLOTLYJS_EMITTED = True
-        return "".join(parts)
+        return "".join(figure_div(figure_bundle(fig)[PLOTLY_MIME], None) for fig in self.figures)
 
 
 def figure_view(figure: Any, name: str = "figure", why: str = "its step did not run") -> FigureView | NoFigure:

@@ -1,9 +1,9 @@
 """What an executed notebook leaves behind: the notebook scrubbed of secrets, and its offline HTML.
 
 Kept apart from the runner because it is about notebook content (every output mime type, the
-inlined plotly.js, scraps hidden from readers), not about running: the runner calls
-:func:`scrub_notebook` then :func:`render_html` once papermill is done, and the console reads
-:data:`PLOTLY_MIME` outputs back.
+inlined plotly.js of notebooks executed before figures were stored as JSON only, scraps hidden
+from readers), not about running: the runner calls :func:`scrub_notebook` then
+:func:`render_html` once papermill is done, and the console reads :data:`PLOTLY_MIME` outputs back.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from ..artefacts import write_atomic
+from ..display import PLOTLY_MIME
 from ..redact import redact_markup, redact_markup_obj, redact_obj, redact_text
-from .offline_html import OfflineRenderer
+from .offline_html import OfflineRenderer, plotlyjs
 from .scraps import SCRAP_MIME
 
-#: The mime type of a plotly figure in a notebook output (the console draws these itself).
-PLOTLY_MIME = "application/vnd.plotly.v1+json"
+__all__ = ["PLOTLY_MIME", "render_html", "scrub_html", "scrub_notebook", "scrub_notebook_json"]
 
 
 def scrub_notebook(path: Path) -> None:
@@ -93,9 +93,10 @@ def _scrub_mime(mime: str, value: Any) -> Any:
 def scrub_html(html_text: str) -> str:
     """Redact an HTML output: text between tags, tags, and the JSON strings of figure scripts.
 
-    The inlined plotly.js library is recognised exactly and kept as it is.
+    The inlined plotly.js library (notebooks executed before figures were stored as JSON only)
+    is recognised exactly and kept as it is.
     """
-    library = _plotlyjs()
+    library = plotlyjs()[0]
     parts = html_text.split(library) if library and library in html_text else [html_text]
     return library.join(_scrub_html_part(p) for p in parts) if len(parts) > 1 else _scrub_html_part(html_text)
 
@@ -128,24 +129,10 @@ def _scrub_json_string(m: re.Match[str]) -> str:
     return json.dumps(clean, ensure_ascii=False).replace("</", "<\\/")
 
 
-_PLOTLYJS: list[str] = []
-
-
-def _plotlyjs() -> str:
-    """The plotly.js source plotly inlines into figure HTML ("" when plotly is not installed)."""
-    if not _PLOTLYJS:
-        try:
-            from plotly.offline import get_plotlyjs
-
-            _PLOTLYJS.append(get_plotlyjs())
-        except Exception:  # noqa: BLE001 - without plotly there is no library to keep
-            _PLOTLYJS.append("")
-    return _PLOTLYJS[0]
-
-
 def render_html(notebook: Path, renderer: OfflineRenderer | None = None) -> Path | None:
-    """Self-contained HTML next to the notebook: plotly.js inlined by the figures, no CDN script.
+    """The offline HTML copy next to the notebook: every cell and output, no CDN script.
 
+    Figures are drawn by the plotly.js shared in the notebook's folder (see ``offline_html``).
     ``renderer``: the run's warmed :class:`~.offline_html.OfflineRenderer` (a fresh one when None).
     """
     try:
@@ -155,7 +142,7 @@ def render_html(notebook: Path, renderer: OfflineRenderer | None = None) -> Path
         for cell in nb.cells:  # scraps are data for machines, not something to show a reader
             if cell.get("outputs"):
                 cell.outputs = [o for o in cell.outputs if set(o.get("data", {})) != {SCRAP_MIME}]
-        body = (renderer or OfflineRenderer()).render(nb)
+        body = (renderer or OfflineRenderer()).render(nb, folder=notebook.parent)
     except Exception as exc:  # an unreadable notebook still gets an HTML page saying why
         body = f"<html><body><h1>HTML rendering failed</h1><pre>{redact_text(repr(exc))}</pre></body></html>"
     html_path = notebook.with_suffix(".html")

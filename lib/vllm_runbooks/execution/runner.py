@@ -1,9 +1,11 @@
 """Execute runbook templates with papermill into immutable run directories.
 
 A run directory is the unit of change evidence: the executed notebooks, their offline HTML
-copies, the runbooks' own artefacts, and ``run.json`` — the machine-readable summary a
-scheduler or script acts on without opening a notebook. Nothing in a run directory is ever
-overwritten: a second execution of the same runbook into the same directory is refused.
+copies and report views, the runbooks' own artefacts, ``run.json`` — the machine-readable
+summary a scheduler or script acts on without opening a notebook — and ``index.html``, the page
+an approver opens first (``run_index``), rewritten after each runbook. Nothing in a run
+directory is ever overwritten: a second execution of the same runbook into the same directory
+is refused (the index page before is set aside as ``index-N.html``, never replaced).
 
 This module is the orchestration: finding a template, run directories and the checks made
 before anything runs, and :func:`run_runbook`. The parameter checks live in ``parameters``,
@@ -39,6 +41,7 @@ from .parameters import (
     refuse_non_utf8_path,
 )
 from .report_view import render_report_view
+from .run_index import INDEX_FILE, write_run_index
 from .runjson import RUN_JSON, UnlistedFilesError, read_run_json, record_run, record_running, run_json_edited
 from .scraps import read_scraps
 from .templates import parameter_defaults, resolve_runbook, runbook_name, template_sha256
@@ -221,6 +224,10 @@ def run_runbook(
         template_sha256=digest,
     )
     record_run(run_path, result, entry_id)
+    try:  # the approver's one page, rewritten with this runbook in it; never fails the run
+        write_run_index(run_path)
+    except (OSError, ValueError) as exc:
+        print(f"vllm-runbooks: {run_path / INDEX_FILE} not written: {redact_text(str(exc))}", file=sys.stderr)
     return result
 
 

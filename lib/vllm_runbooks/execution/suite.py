@@ -18,6 +18,7 @@ from typing import Any
 from ..artefacts import write_artefact
 from ..records import Record, utc_now
 from .parameters import refuse_non_utf8_path
+from .run_index import INDEX_FILE
 from .runjson import RUN_JSON, record_attachment
 from .runner import RunbookError, new_run_dir, run_runbook
 from .templates import available_runbooks, parameter_defaults
@@ -65,6 +66,9 @@ class SuiteResult(Record):
             reason = f" — {e.reason}" if e.reason and e.status != "ok" else ""
             out.append(f"{e.name:<24} {e.status:<8}{verdict}{reason}")
         out.append(f"run directory: {self.run_dir}")
+        index = Path(self.run_dir) / INDEX_FILE
+        if index.is_file():
+            out.append(f"open first: {index} (the whole run on one offline page)")
         record = Path(self.run_dir) / "change_record.html"
         if record.is_file():
             out.append(f"change record: {Path(self.run_dir) / 'change_record.md'} (offline: {record})")
