@@ -12,11 +12,8 @@ from pathlib import Path
 import pytest
 
 from run_factory import write_run
-from vllm_runbooks.cli import main
-from vllm_runbooks.execution import runjson, runner
-from vllm_runbooks.execution.runs import summarise_run
-from vllm_runbooks.record import build_record, to_markdown
-from vllm_runbooks.record.approvals import (
+from vllm_runbooks.change_record import build_record, to_markdown
+from vllm_runbooks.change_record.approvals import (
     NAMESPACE,
     ApprovalRefused,
     approve,
@@ -24,8 +21,11 @@ from vllm_runbooks.record.approvals import (
     current_record,
     policy_status,
 )
-from vllm_runbooks.record.options import RecordOptions
-from vllm_runbooks.record.render import save_record
+from vllm_runbooks.change_record.options import RecordOptions
+from vllm_runbooks.change_record.render import save_record
+from vllm_runbooks.cli import main
+from vllm_runbooks.execution import runjson, runner
+from vllm_runbooks.execution.runs import summarise_run
 
 CANARY = {"schema": "canary_report", "verdict": "pass", "steps": [{"step": "model_load", "status": "pass"}]}
 
@@ -208,7 +208,7 @@ def test_runs_verify_with_approvals_reads_each_file_once(tmp_path: Path, monkeyp
 def test_a_policy_asking_more_approvers_than_the_signers_file_lists_is_said(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from vllm_runbooks.record.approvals import reachable, signer_names
+    from vllm_runbooks.change_record.approvals import reachable, signer_names
 
     run_dir = recorded_run(tmp_path)
     signers = tmp_path / "allowed_signers"

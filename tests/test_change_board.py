@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from run_factory import write_run
-from vllm_runbooks.record import build_record, to_markdown
-from vllm_runbooks.record.approvals import approve
-from vllm_runbooks.record.options import RecordOptions
-from vllm_runbooks.record.render import save_record
+from vllm_runbooks.change_record import build_record, to_markdown
+from vllm_runbooks.change_record.approvals import approve
+from vllm_runbooks.change_record.options import RecordOptions
+from vllm_runbooks.change_record.render import save_record
 
 TIMES = [("2026-12-02T01:00:00Z", "2026-12-02T01:05:00Z"), ("2026-12-02T01:06:00Z", "2026-12-02T01:20:30Z")]
 

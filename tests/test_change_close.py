@@ -11,13 +11,13 @@ import pytest
 
 from run_factory import write_run
 from test_change_board import _compat, _entries
+from vllm_runbooks.change_record import build_record
+from vllm_runbooks.change_record.approvals import approve
+from vllm_runbooks.change_record.closure import CLOSURE_FILE, PIR_FILE, ClosureRefused, close, closure_status
+from vllm_runbooks.change_record.options import RecordOptions
+from vllm_runbooks.change_record.render import save_record
 from vllm_runbooks.cli import main
 from vllm_runbooks.execution.runs import summarise_run
-from vllm_runbooks.record import build_record
-from vllm_runbooks.record.approvals import approve
-from vllm_runbooks.record.closure import CLOSURE_FILE, PIR_FILE, ClosureRefused, close, closure_status
-from vllm_runbooks.record.options import RecordOptions
-from vllm_runbooks.record.render import save_record
 
 RECORD_FILES = ("change_record.json", "change_record.md", "change_record.html")
 

@@ -18,11 +18,11 @@ import pytest
 from conftest import R575_PLANTED, REPO_ROOT
 from notebook_factory import make_template
 from run_factory import write_run
+from vllm_runbooks.change_record import RecordRefused, build_record, to_html, to_markdown
 from vllm_runbooks.execution.runjson import load_run
 from vllm_runbooks.execution.runner import RunbookError
 from vllm_runbooks.execution.runs import load_result
 from vllm_runbooks.execution.suite import run_suite
-from vllm_runbooks.record import RecordRefused, build_record, to_html, to_markdown
 
 OK_BODY = [
     "from vllm_runbooks.execution.scraps import glue\nfrom vllm_runbooks.artefacts import write_artefact",
@@ -162,7 +162,7 @@ HOSTILE_VALUES = [
 
 def _forge_everywhere(record: Any) -> Any:
     """Every free-text place of a record holds server text, as a hostile endpoint would make it."""
-    from vllm_runbooks.record.model import Citation
+    from vllm_runbooks.change_record.model import Citation
 
     cite = [Citation(run=v, runbook=v, artefact=v, what=v, value=v) for v in HOSTILE_VALUES]
     record.reasons = list(HOSTILE_VALUES)
@@ -295,7 +295,7 @@ def _canary(ttft: float, accuracy: float, tool_status: str = "pass") -> dict:
 
 
 def test_before_after_flags_regressions_beyond_thresholds(tmp_path: Path) -> None:
-    from vllm_runbooks.record import compare_dirs
+    from vllm_runbooks.change_record import compare_dirs
 
     def run(name: str, ttft: float, acc: float, p95: float, errors: dict, status: str) -> Path:
         d = tmp_path / name

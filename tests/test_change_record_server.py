@@ -13,10 +13,10 @@ import pytest
 from conftest import R575, R580
 from test_change_record import check_links, planted_in
 from vllm_runbooks.canary import run_canary
+from vllm_runbooks.change_record import RecordRefused, build_record
 from vllm_runbooks.cli import main
 from vllm_runbooks.execution.runs import load_result
 from vllm_runbooks.execution.suite import run_suite
-from vllm_runbooks.record import RecordRefused, build_record
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 

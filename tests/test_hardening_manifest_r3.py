@@ -170,7 +170,7 @@ def test_another_machines_key_is_unverifiable_not_edited(tmp_path: Path, monkeyp
 def test_a_forged_run_without_notebooks_is_not_ready(tmp_path: Path) -> None:
     """Invented 04/05 results, no notebooks, manifest and sha256 recomputed: before, verdict=ready."""
     from run_factory import write_run
-    from vllm_runbooks.record import build_record, to_markdown
+    from vllm_runbooks.change_record import build_record, to_markdown
 
     run_dir = tmp_path / "forged"
     entries = [
@@ -193,8 +193,8 @@ def test_a_forged_run_without_notebooks_is_not_ready(tmp_path: Path) -> None:
 
 
 def test_the_records_schema_table_agrees_with_the_result_registry() -> None:
+    from vllm_runbooks.change_record.sources import RESULT_SCHEMAS
     from vllm_runbooks.execution.suite import SUITE_FILE, SuiteResult
-    from vllm_runbooks.record.sources import RESULT_SCHEMAS
     from vllm_runbooks.stage import RESULT_MODULES, result_class
 
     registry = {SUITE_FILE: SuiteResult.SCHEMA}
@@ -209,8 +209,8 @@ def test_an_unsigned_run_json_that_lists_nothing_gets_one_answer_everywhere(tmp_
     """Issue 22: ``runs --verify`` called it edited while the record, the artefact reader and the
     runner did not. One answer (``runjson``'s docstring): unsigned, not edited, vouching for
     nothing — every file beside it is unlisted and its entries cite nothing."""
-    from vllm_runbooks.record import build_record
-    from vllm_runbooks.record.sources import RunView
+    from vllm_runbooks.change_record import build_record
+    from vllm_runbooks.change_record.sources import RunView
 
     run_dir = tmp_path / "run"
     (run_dir / "canary").mkdir(parents=True)

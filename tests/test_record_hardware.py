@@ -12,8 +12,8 @@ from pathlib import Path
 
 from run_factory import write_run
 from test_gpu_health_e2e import REMAP, SAMPLE, XID79, faulty_bundle
+from vllm_runbooks.change_record import build_record, to_markdown
 from vllm_runbooks.evidence import collect_evidence
-from vllm_runbooks.record import build_record, to_markdown
 
 
 def _run(run_dir: Path, bundle: Path) -> Path:

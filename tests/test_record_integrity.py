@@ -21,6 +21,8 @@ import pytest
 from conftest import REPO_ROOT
 from notebook_factory import make_template
 from run_factory import write_run
+from vllm_runbooks.change_record import RecordRefused, build_record
+from vllm_runbooks.change_record.sources import RunView
 from vllm_runbooks.console.incident import Incident
 from vllm_runbooks.execution import runjson, runner
 from vllm_runbooks.execution import runs as runs_reader
@@ -33,8 +35,6 @@ from vllm_runbooks.execution.runjson import (
 )
 from vllm_runbooks.execution.runner import RunbookResult
 from vllm_runbooks.history.read import read_points
-from vllm_runbooks.record import RecordRefused, build_record
-from vllm_runbooks.record.sources import RunView
 
 
 def _result(run_dir: Path, name: str = "smoke", status: str = "ok") -> RunbookResult:
@@ -212,8 +212,8 @@ def test_a_listed_path_outside_the_run_is_never_read(tmp_path: Path) -> None:
 def test_runbook_06_hashes_each_file_once_with_evidence_sums(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """run.json's manifest and evidence's SHA256SUMS list the same files: each is read once."""
     from conftest import R575
+    from vllm_runbooks.change_record.integrity import verify_run
     from vllm_runbooks.evidence import collect_evidence
-    from vllm_runbooks.record.integrity import verify_run
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from run_factory import write_run
-from vllm_runbooks.record import build_record
+from vllm_runbooks.change_record import build_record
 
 STAGES = [{"stage": "ramp", "status": "pass", "reason": "knee at concurrency 4 (reached 8)"}]
 

@@ -126,7 +126,7 @@ def test_the_record_comes_first_and_an_altered_one_is_named_not_shown(tmp_path: 
 
 
 def test_the_page_embeds_the_file_runbook_06_writes() -> None:
-    from vllm_runbooks.record.render import HTML_FILE
+    from vllm_runbooks.change_record.render import HTML_FILE
 
     assert RECORD_HTML == HTML_FILE
 

@@ -63,7 +63,7 @@ RESULT_MODULES: dict[str, str] = {
     "fleet_survey": "vllm_runbooks.fleet.result",
     "validation_history": "vllm_runbooks.history.model",
     "load_check": "vllm_runbooks.load.result",
-    "change_record": "vllm_runbooks.record.model",
+    "change_record": "vllm_runbooks.change_record.model",
 }
 
 #: schema name → result class; runbook name → result class. Filled by :func:`register_result`.

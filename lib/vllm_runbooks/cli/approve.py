@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_approve(args: argparse.Namespace) -> int:
     """0 recorded; 2 refused (what changed, self-approval, no record, signing failed)."""
-    from ..record.approvals import ApprovalRefused, approve
+    from ..change_record.approvals import ApprovalRefused, approve
 
     try:
         written = approve(args.run_dir, args.approver, args.decision, args.note, args.role, args.key)
@@ -52,7 +52,7 @@ def cmd_approvals(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from ..record.approvals import (
+    from ..change_record.approvals import (
         SIGNERS_ENV,
         ApprovalRefused,
         check_approvals,

@@ -30,8 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_close(args: argparse.Namespace) -> int:
     """0 closed; 2 refused (not approved, changed, closed already, watch window running)."""
-    from ..record.approvals import ApprovalRefused, default_requester
-    from ..record.closure import ClosureRefused, close
+    from ..change_record.approvals import ApprovalRefused, default_requester
+    from ..change_record.closure import ClosureRefused, close
 
     try:
         closure, review = close(args.run_dir, args.code, args.closed_by or default_requester(), args.note, args.key)

@@ -54,8 +54,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Print each runbook's verdict and headline figures side by side; ≠ marks a change."""
+    from ..change_record.sources import RecordRefused
     from ..execution.runs import compare_runs
-    from ..record.sources import RecordRefused
     from . import dump_json
 
     comparison = compare_runs(args.run_dirs)
@@ -81,7 +81,7 @@ def before_after(run_dirs: list[str]) -> list:
     new error classes, tool accuracy, environment); otherwise none."""
     if len(run_dirs) != 2:
         return []
-    from ..record.compare import compare_dirs
+    from ..change_record.compare import compare_dirs
 
     return compare_dirs(run_dirs[0], run_dirs[1])
 

@@ -51,7 +51,7 @@ from .runjson import (
 )
 
 INDEX_FILE = "index.html"
-#: The change record's offline page (runbook 06's ``record.render.HTML_FILE``; its Markdown and
+#: The change record's offline page (runbook 06's ``change_record.render.HTML_FILE``; its Markdown and
 #: JSON lie beside it under the same stem).
 RECORD_HTML = "change_record.html"
 #: Who run.json's ``attached`` names as the writer of the page.

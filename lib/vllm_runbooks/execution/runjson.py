@@ -360,16 +360,16 @@ def move_artefact(run_dir: Path, source: Path, target: Path) -> None:
             _write_run_json(path, data)
 
 
-#: Approvals of the change record (``record/approvals.py``): added after the record, each signed
+#: Approvals of the change record (``change_record/approvals.py``): added after the record, each signed
 #: and bound to the manifest as it was, so they are checked on their own and never listed in it.
 APPROVALS_DIR = "approvals"
-#: The change's close and its review draft (``record/closure.py``): written once, after the approvals.
+#: The change's close and its review draft (``change_record/closure.py``): written once, after the approvals.
 CLOSE_DIR = "close"
 
 
 def is_run_bookkeeping(rel: Path) -> bool:
     """Files of the run directory that are not artefacts: run.json itself, its lock, temp files,
-    the approvals and the close (checked by their own signatures and bindings, see ``record.approvals``).
+    the approvals and the close (checked by their own signatures and bindings, see ``change_record.approvals``).
 
     Hidden ``.….tmp`` files anywhere are an atomic write in progress (``write_artefact``): listing
     one would make the append-only manifest call the finished run "missing a file".

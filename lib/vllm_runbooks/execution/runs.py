@@ -100,7 +100,7 @@ def _verify(path: Path, data: dict[str, Any]) -> list[str]:
     found = [f"{RUN_JSON} (edited: its signature does not match)"] if check.state == "edited" else []
     found += [f"{c.rel} (not in the manifest)" if c.status == UNLISTED else c.rel for c in check.problems]
     if (path / APPROVALS_DIR).is_dir():
-        from ..record.approvals import check_approvals  # the record package reads this layer, not the reverse
+        from ..change_record.approvals import check_approvals  # the record package reads this layer, not the reverse
 
         found += [
             f"{c.file} (approval by {c.approver}: {c.status}: {c.why})"

@@ -24,7 +24,7 @@ class RecordOptions:
     requester: str | None = None  # None = the OS user running runbook 06
     approvals_required: int = 1
     approver_roles: list[str] = field(default_factory=list)
-    # the change board's fields a person gives (record/board.py derives the rest)
+    # the change board's fields a person gives (change_record/board.py derives the rest)
     change_type: str | None = None  # standard | normal | emergency; None = normal
     risk: str | None = None  # low | medium | high, only with risk_reason; None = derived
     risk_reason: str | None = None

@@ -172,7 +172,7 @@ class ChangeRecord(ResultMixin, Record):
     artefacts: dict[str, str] = field(default_factory=dict)
     #: Who asked for the change (parameter ``requester``, default the OS user): never its approver.
     requester: str = ""
-    #: When the record counts as approved (``record.approvals.policy_status``).
+    #: When the record counts as approved (``change_record.approvals.policy_status``).
     approval_policy: dict[str, Any] = field(default_factory=dict)
     #: Approvals found beside an earlier version of this record (they do not carry over), checked.
     prior_approvals: list[dict[str, Any]] = field(default_factory=list)
@@ -181,7 +181,7 @@ class ChangeRecord(ResultMixin, Record):
     machine_signature: dict[str, str] = field(default_factory=dict)
     #: Why the baseline given was set aside (another node, GPU model or profile); [] when it was used.
     baseline_not_used: list[str] = field(default_factory=list)
-    #: The change-board fields (record/board.py); None in a record written before they existed.
+    #: The change-board fields (change_record/board.py); None in a record written before they existed.
     board: ChangeBoard | None = None
 
     def __repr__(self) -> str:
