@@ -23,36 +23,68 @@ from typing import Any
 #: The mime type of a plotly figure in a notebook output (JupyterLab's plotly renderer draws it).
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
-VERDICT_COLOURS = {
+#: The one palette: every colour a banner, badge, table or figure of the product uses, by meaning.
+#: Packages name a tone here rather than keep their own colour tables.
+PALETTE = {
     "good": "#1b7f3b",
     "warn": "#b26a00",
     "bad": "#b00020",
     "unknown": "#555555",
-}
-
-
-#: Badge colours by the word shown (verdicts, severities, statuses of every runbook).
-BADGE_COLOURS = {
-    "compatible": "#1a7f37",
-    "compatible_minor_version": "#4c9a2a",
-    "compatible_forward_compat": "#9a6700",
-    "driver_too_old": "#cf222e",
-    "arch_unsupported": "#8250df",
-    "unknown": "#6e7781",
-    "error": "#cf222e",
-    "warning": "#9a6700",
     "info": "#0969da",
-    "ok": "#1a7f37",
-    "partial": "#9a6700",
-    "unavailable": "#cf222e",
-    "complete": "#1a7f37",
-    "empty": "#cf222e",
-    "confirms": "#1a7f37",
-    "contradicts": "#cf222e",
-    "neutral": "#6e7781",
-    "met": "#1a7f37",
-    "unmet": "#cf222e",
+    "other": "#8250df",
+    "muted": "#9e9e9e",
+    "faint": "#cccccc",
+    "series": "#3b5b92",
+    "series_light": "#c7d7e8",
 }
+#: Background tints for consecutive bands of a figure (load stages on a timeline).
+TINTS = ("#e8eef7", "#f4efe6", "#e9f4ea", "#f6e8ee", "#eeeaf6", "#e6f3f4", "#f3f3e4")
+
+VERDICT_COLOURS = {tone: PALETTE[tone] for tone in ("good", "warn", "bad", "unknown")}
+
+#: The tone of each word a badge shows (verdicts, severities, statuses of every runbook).
+WORD_TONES = {
+    "compatible": "good",
+    "compatible_minor_version": "good",
+    "compatible_forward_compat": "warn",
+    "driver_too_old": "bad",
+    "arch_unsupported": "other",
+    "unknown": "unknown",
+    "error": "bad",
+    "warning": "warn",
+    "info": "info",
+    "ok": "good",
+    "partial": "warn",
+    "unavailable": "bad",
+    "complete": "good",
+    "empty": "bad",
+    "confirms": "good",
+    "contradicts": "bad",
+    "neutral": "unknown",
+    "met": "good",
+    "unmet": "bad",
+    "healthy": "good",
+    "inconclusive": "unknown",
+    "pass": "good",
+    "fail": "bad",
+    "skip": "warn",
+}
+BADGE_COLOURS = {word: PALETTE[tone] for word, tone in WORD_TONES.items()}
+
+
+#: The one stylesheet of the product's own pages (the change record, the run's index.html).
+PAGE_CSS = (
+    "body{font-family:system-ui,sans-serif;max-width:76rem;margin:1.5rem auto;padding:0 1rem;line-height:1.45}"
+    "table{border-collapse:collapse;margin:.5rem 0 1rem}td,th{border:1px solid #ccc;padding:.3rem .5rem;"
+    "vertical-align:top;text-align:left}th{background:#f3f3f3}code{font-size:.9em}li{margin:.25rem 0}"
+    "section{border-top:2px solid #ddd;margin-top:1.5rem;padding-top:.5rem}"
+    ".vr-record{border:1px solid #ccc;padding:0 1rem;background:#fcfcfc}.vr-muted{color:#555}"
+)
+
+
+def colour(word: str, default: str = "bad") -> str:
+    """The palette colour of a verdict or status word (``default``'s tone for a word it does not know)."""
+    return PALETTE[WORD_TONES.get(word, default)]
 
 
 def esc(value: Any) -> str:
@@ -62,7 +94,7 @@ def esc(value: Any) -> str:
 
 def badge(text: str) -> str:
     """A small coloured label for a verdict, severity or status word."""
-    color = BADGE_COLOURS.get(text, "#57606a")
+    color = BADGE_COLOURS.get(text, PALETTE["unknown"])
     return (
         f'<span style="background:{color};color:#fff;border-radius:4px;padding:1px 6px;'
         f'font-family:monospace">{esc(text)}</span>'

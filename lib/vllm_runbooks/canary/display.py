@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..display import PALETTE
+
 if TYPE_CHECKING:
     from .model import CanaryReport
 
-STATUS_COLOUR = {"pass": "#1b7f3b", "fail": "#b00020", "skip": "#b26a00"}
+STATUS_COLOUR = {"pass": PALETTE["good"], "fail": PALETTE["bad"], "skip": PALETTE["warn"]}
 
 
 def latency_figure(report: CanaryReport) -> Any:
@@ -60,14 +62,14 @@ def tool_accuracy_figure(report: CanaryReport) -> Any:
         fig.update_layout(title="Tool-call accuracy — step not run", height=360)
         return fig
     kinds = [
-        ("valid calls", acc.get("valid_calls", 0), "#1b7f3b"),
-        ("schema errors", acc.get("schema_errors", 0), "#b00020"),
-        ("invalid JSON", acc.get("invalid_json", 0), "#b00020"),
-        ("unknown tool", acc.get("unknown_tool_names", 0), "#b00020"),
-        ("wrong name", acc.get("wrong_name", 0), "#b00020"),
-        ("missed calls", acc.get("missed_calls", 0), "#b26a00"),
-        ("request failures", acc.get("request_failures", 0), "#555555"),
-        ("unexpected calls", acc.get("unexpected_calls", 0), "#b26a00"),
+        ("valid calls", acc.get("valid_calls", 0), PALETTE["good"]),
+        ("schema errors", acc.get("schema_errors", 0), PALETTE["bad"]),
+        ("invalid JSON", acc.get("invalid_json", 0), PALETTE["bad"]),
+        ("unknown tool", acc.get("unknown_tool_names", 0), PALETTE["bad"]),
+        ("wrong name", acc.get("wrong_name", 0), PALETTE["bad"]),
+        ("missed calls", acc.get("missed_calls", 0), PALETTE["warn"]),
+        ("request failures", acc.get("request_failures", 0), PALETTE["unknown"]),
+        ("unexpected calls", acc.get("unexpected_calls", 0), PALETTE["warn"]),
     ]
     fig.add_bar(
         x=[k[0] for k in kinds],
@@ -80,13 +82,18 @@ def tool_accuracy_figure(report: CanaryReport) -> Any:
     )
     modes = acc.get("by_mode") or {}
     fig.add_bar(
-        x=list(modes), y=[m.get("valid", 0) for m in modes.values()], name="valid", marker_color="#1b7f3b", row=1, col=2
+        x=list(modes),
+        y=[m.get("valid", 0) for m in modes.values()],
+        name="valid",
+        marker_color=PALETTE["good"],
+        row=1,
+        col=2,
     )
     fig.add_bar(
         x=list(modes),
         y=[m.get("calls", 0) - m.get("valid", 0) for m in modes.values()],
         name="invalid",
-        marker_color="#b00020",
+        marker_color=PALETTE["bad"],
         row=1,
         col=2,
     )
@@ -94,7 +101,7 @@ def tool_accuracy_figure(report: CanaryReport) -> Any:
         x=list(modes),
         y=[m.get("requests", 0) - m.get("answered", 0) for m in modes.values()],
         name="failed requests",
-        marker_color="#555555",
+        marker_color=PALETTE["unknown"],
         row=1,
         col=2,
     )

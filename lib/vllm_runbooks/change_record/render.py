@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..artefacts import write_artefact
+from ..display import PAGE_CSS
 from .model import ChangeRecord, Citation
 
 MD_FILE = "change_record.md"
@@ -317,15 +318,10 @@ def to_html(markdown_text: str, title: str) -> str:
     import mistune
 
     body = mistune.create_markdown(escape=True, plugins=["table"])(markdown_text)
-    css = (
-        "body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;line-height:1.45}"
-        "table{border-collapse:collapse;margin:.5rem 0 1rem}td,th{border:1px solid #ccc;padding:.3rem .5rem;"
-        "vertical-align:top;text-align:left}th{background:#f3f3f3}code{font-size:.9em}li{margin:.25rem 0}"
-    )
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-        f"<style>{css}</style></head><body>{body}</body></html>\n"
+        f"<style>{PAGE_CSS}</style></head><body>{body}</body></html>\n"
     )
 
 

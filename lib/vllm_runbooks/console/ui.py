@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..display import banner, esc, figure_bundle, html_table
+from ..display import PALETTE, banner, esc, figure_bundle, html_table
 from ..execution.notebook_output import PLOTLY_MIME
 from ..execution.parameters import coerce_cli_value
 from ..execution.runjson import record_attachment
@@ -140,9 +140,8 @@ class StepBox:
         return {name: widget_value(p, widget) for name, (p, widget) in self.params.items()}
 
     def show_state(self, state: StepState, reason: str) -> None:
-        colour = {"done": "#2e7d32", "failed": "#c62828", "cancelled": "#ef6c00", "running": "#1565c0"}.get(
-            state.value, "#616161"
-        )
+        tone = {"done": "good", "failed": "bad", "cancelled": "warn", "running": "info"}.get(state.value, "unknown")
+        colour = PALETTE[tone]
         self.state.value = (
             f"<span class='vr-state-{state.value}' style='margin-left:12px;color:{colour}'>"
             f"<b>{esc(state.value)}</b> — {esc(reason)}</span>"
@@ -315,7 +314,7 @@ class Console:
             for name in box.spec.from_incident:
                 params[name] = str(self.incident.run_dir)
         except (ValueError, OSError) as exc:
-            box.progress.value = f"<span style='color:#c62828'>{esc(exc)}</span>"
+            box.progress.value = f"<span style='color:{PALETTE['bad']}'>{esc(exc)}</span>"
             return
         self.incident.prepare_rerun(box.spec.template.name)
         box.progress.value = "<span class='vr-progress-line'>starting…</span>"

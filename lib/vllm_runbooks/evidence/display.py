@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..display import FigureView, esc
+from ..display import PALETTE, FigureView, esc
 from ..display import badge as _badge
 
 if TYPE_CHECKING:
@@ -187,8 +187,8 @@ def memory_figure(ev: Evidence) -> FigureView:
     free = [max(0.0, ((g.get("memory_total_mib") or 0) - (g.get("memory_used_mib") or 0)) / 1024) for g in gpus]
     fig = go.Figure(
         [
-            go.Bar(name="used GiB", x=labels, y=used, marker_color="#cf222e"),
-            go.Bar(name="free GiB", x=labels, y=free, marker_color="#8c959f"),
+            go.Bar(name="used GiB", x=labels, y=used, marker_color=PALETTE["bad"]),
+            go.Bar(name="free GiB", x=labels, y=free, marker_color=PALETTE["muted"]),
         ]
     )
     title = "GPU memory per device" if gpus else "GPU memory per device: no GPUs established"

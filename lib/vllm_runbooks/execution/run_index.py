@@ -34,7 +34,18 @@ from typing import Any
 from urllib.parse import quote
 
 from ..bounded import load_json
-from ..display import FIGURE_SCRIPT, PLOTLY_MIME, badge, banner, cells_table, esc, figure_div, html_table, page_csp
+from ..display import (
+    FIGURE_SCRIPT,
+    PAGE_CSS,
+    PLOTLY_MIME,
+    badge,
+    banner,
+    cells_table,
+    esc,
+    figure_div,
+    html_table,
+    page_csp,
+)
 from ..stage import Headline
 from .offline_html import plotlyjs_name, shared_plotlyjs
 from .report_view import REPORT_SUFFIX
@@ -66,14 +77,6 @@ MAX_FIGURES_SHOWN = 40
 MAX_MANIFEST_ROWS = 2000
 MAX_VALUE_CHARS = 300
 
-_CSS = (
-    "body{font-family:system-ui,sans-serif;max-width:76rem;margin:1.5rem auto;padding:0 1rem;line-height:1.45}"
-    "table{border-collapse:collapse;margin:.5rem 0 1rem}td,th{border:1px solid #ccc;padding:.3rem .5rem;"
-    "vertical-align:top;text-align:left}th{background:#f3f3f3}code{font-size:.9em}"
-    "section{border-top:2px solid #ddd;margin-top:1.5rem;padding-top:.5rem}"
-    ".vr-record{border:1px solid #ccc;padding:0 1rem;background:#fcfcfc}.vr-muted{color:#555}"
-)
-
 
 def build_index(run_dir: str | Path, data: Mapping[str, Any] | None = None) -> tuple[str, int]:
     """The page (HTML) and how many figures it draws, from run.json (``data``, read when None)."""
@@ -93,7 +96,7 @@ def build_index(run_dir: str | Path, data: Mapping[str, Any] | None = None) -> t
     head = (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'  # a constant: no quote in it
-        f"<title>Run {esc(data.get('run_id') or run_dir.name)}</title><style>{_CSS}</style>"
+        f"<title>Run {esc(data.get('run_id') or run_dir.name)}</title><style>{PAGE_CSS}</style>"
     )
     if figures and library:
         head += f"<script src='{esc(quote(library))}' charset='utf-8'></script>"

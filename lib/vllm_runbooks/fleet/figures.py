@@ -15,6 +15,7 @@ def counts_figure(result: Any) -> Any:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
+    from ..display import PALETTE
     from .result import ACTION_COLOURS, HARDWARE_COLOURS
 
     fig = make_subplots(
@@ -24,7 +25,13 @@ def counts_figure(result: Any) -> Any:
     )
     verdicts = result.verdict_counts()
     fig.add_trace(
-        go.Bar(x=list(verdicts), y=list(verdicts.values()), marker_color="#4a6fa5", name="verdict", showlegend=False),
+        go.Bar(
+            x=list(verdicts),
+            y=list(verdicts.values()),
+            marker_color=PALETTE["series"],
+            name="verdict",
+            showlegend=False,
+        ),
         row=1,
         col=1,
     )
@@ -39,7 +46,7 @@ def counts_figure(result: Any) -> Any:
         go.Bar(
             x=list(hardware),
             y=list(hardware.values()),
-            marker_color=[HARDWARE_COLOURS.get(k, "#555555") for k in hardware],
+            marker_color=[HARDWARE_COLOURS.get(k, PALETTE["unknown"]) for k in hardware],
             name="hardware",
             showlegend=False,
         ),

@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ..display import PALETTE
 from ..records import Record
 from ..stage import Headline, ResultMixin, register_result
 from .model import (
@@ -30,19 +31,19 @@ VERDICTS = ("ready", "upgrade_needed", "incomplete", "empty")
 #: Rows shown in the notebook's table; the whole table is in fleet/result.json and fleet/nodes.csv.
 SHOWN_ROWS = 500
 ACTION_COLOURS = {
-    ACTION_READY: "#1b7f3b",
-    ACTION_UPGRADE: "#b26a00",
-    "not_eligible": "#b00020",
-    ACTION_NO_GPU: "#7a7a7a",
-    "unknown": "#555555",
-    ACTION_UNANSWERED: "#2f2f8f",
+    ACTION_READY: PALETTE["good"],
+    ACTION_UPGRADE: PALETTE["warn"],
+    "not_eligible": PALETTE["bad"],
+    ACTION_NO_GPU: PALETTE["muted"],
+    "unknown": PALETTE["unknown"],
+    ACTION_UNANSWERED: PALETTE["other"],
 }
 HARDWARE_COLOURS = {
-    "healthy": "#1b7f3b",
-    "degraded": "#b26a00",
-    "faulty": "#b00020",
-    "unknown": "#7a7a7a",
-    ACTION_UNANSWERED: "#2f2f8f",
+    "healthy": PALETTE["good"],
+    "degraded": PALETTE["warn"],
+    "faulty": PALETTE["bad"],
+    "unknown": PALETTE["muted"],
+    ACTION_UNANSWERED: PALETTE["other"],
 }
 #: VBIOS versions named in the counts (the most common first); the rest are summed under 'other'.
 MAX_VBIOS_COUNTED = 20

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..display import PALETTE
 from .model import History
 
-TONE_COLOUR = {2: "#2e7d32", 1: "#f9a825", 0: "#c62828", None: "#9e9e9e"}
+TONE_COLOUR = {2: PALETTE["good"], 1: PALETTE["warn"], 0: PALETTE["bad"], None: PALETTE["muted"]}
 MAX_TRENDS = 12
 
 
@@ -78,7 +79,7 @@ def trend_figure(history: History) -> Any:
         for reg in (r for r in history.regressions if r["figure"] == name):
             fig.add_trace(
                 go.Scatter(x=[reg["at"]], y=[reg["value"]], mode="markers", showlegend=False,
-                           marker={"size": 16, "color": "#c62828", "symbol": "x"}, name="regression"),
+                           marker={"size": 16, "color": PALETTE["bad"], "symbol": "x"}, name="regression"),
                 row=i, col=1,
             )  # fmt: skip
     fig.update_layout(title="Key figures over time (× the first run of a regression)", height=140 + 200 * len(names))

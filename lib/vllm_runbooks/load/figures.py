@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..display import FigureView
+from ..display import PALETTE, TINTS, FigureView
 from .result import LoadCheckResult
 
-STAGE_COLOURS = ("#e8eef7", "#f4efe6", "#e9f4ea", "#f6e8ee", "#eeeaf6", "#e6f3f4", "#f3f3e4")
+STAGE_COLOURS = TINTS
 
 
 def _levels(result: LoadCheckResult) -> list[Any]:
@@ -33,9 +33,9 @@ def latency_vs_concurrency(result: LoadCheckResult) -> FigureView:
             fig.add_scatter(x=x, y=y, mode="lines+markers", name=f"{metric.upper()} {p}", line={"dash": dash})
     slo = result.slo.get("ttft_ms")
     if slo:
-        fig.add_hline(y=slo, line_dash="dash", line_color="#b00020", annotation_text=f"TTFT SLO {slo:g} ms")
+        fig.add_hline(y=slo, line_dash="dash", line_color=PALETTE["bad"], annotation_text=f"TTFT SLO {slo:g} ms")
     if result.knee_concurrency:
-        fig.add_vline(x=result.knee_concurrency, line_color="#1b7f3b", annotation_text="knee")
+        fig.add_vline(x=result.knee_concurrency, line_color=PALETTE["good"], annotation_text="knee")
     fig.update_layout(
         title="Latency vs concurrency",
         xaxis={"title": "concurrency", "type": "log"},
@@ -62,7 +62,7 @@ def throughput_vs_concurrency(result: LoadCheckResult) -> FigureView:
         secondary_y=True,
     )
     if result.knee_concurrency:
-        fig.add_vline(x=result.knee_concurrency, line_color="#1b7f3b", annotation_text="knee")
+        fig.add_vline(x=result.knee_concurrency, line_color=PALETTE["good"], annotation_text="knee")
     fig.update_layout(title="Throughput vs concurrency", xaxis={"title": "concurrency", "type": "log"}, height=420)
     fig.update_yaxes(title_text="requests/s", secondary_y=False)
     fig.update_yaxes(title_text="output tokens/s", secondary_y=True)

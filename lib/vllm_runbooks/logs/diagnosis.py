@@ -248,10 +248,11 @@ class LogDiagnosis(Record):
         return f"{self.source}: {self.label} ({self.confidence}){where}{extra}"
 
     def _repr_html_(self) -> str:
-        esc = html.escape
-        colour = {"healthy": "#1a7f37", "inconclusive": "#6e7781"}.get(self.label, "#cf222e")
+        from ..display import cells_table, colour, esc
+
+        shown = colour(self.label)
         head = (
-            f"<div><b>{esc(self.source)}</b> → <span style='color:{colour};font-weight:bold'>"
+            f"<div><b>{esc(self.source)}</b> → <span style='color:{shown};font-weight:bold'>"
             f"{esc(self.label)}</span> <small>({esc(self.confidence)}; {esc(self.status)}; "
             f"{self.lines_scanned:,} lines, "
             f"{self.bytes_scanned:,} bytes"
@@ -264,22 +265,19 @@ class LogDiagnosis(Record):
         notes = "".join(f"<li>{esc(n)}</li>" for n in ([self.reason] if self.reason else []) + self.unread)
         notes_html = f"<ul>{notes}</ul>" if notes else ""
         advice = f"<p><b>Next:</b> {esc(self.advice)}</p>"
-        rows = []
         rc = self.root_cause
-        for f in sorted(self.findings, key=lambda f: (-f.priority, f.line))[:50]:
-            mark = "★ " if f is rc else ""
-            rows.append(
-                "<tr>"
-                f"<td>{mark}{esc(f.label)}</td><td>{f.line}</td><td>{esc(f.stage)}</td>"
-                f"<td>{esc(f.severity)}</td><td><code>{esc(f.text[:200])}</code></td>"
-                "</tr>"
-            )
+        rows = [
+            [
+                ("★ " if f is rc else "") + esc(f.label),
+                esc(f.line),
+                esc(f.stage),
+                esc(f.severity),
+                f"<code>{esc(f.text[:200])}</code>",
+            ]
+            for f in sorted(self.findings, key=lambda f: (-f.priority, f.line))[:50]
+        ]
         table = (
-            "<table><tr><th>label</th><th>line</th><th>stage</th><th>severity</th><th>text</th></tr>"
-            + "".join(rows)
-            + "</table>"
-            if rows
-            else "<p><i>no findings</i></p>"
+            cells_table(["label", "line", "stage", "severity", "text"], rows) if rows else "<p><i>no findings</i></p>"
         )
         scores = self._candidates_html() if self.candidates else ""
         return head + notes_html + advice + scores + table
@@ -369,19 +367,19 @@ class LogDiagnoses(Record):
         return HtmlView(cells_table(["log", "verdict", "confidence", "candidates (score)", "lines it rests on"], rows))
 
     def _repr_html_(self) -> str:
-        body = "".join(
-            "<tr>"
-            f"<td>{html.escape(d.source)}</td><td><b>{html.escape(d.label)}</b></td>"
-            f"<td>{html.escape(d.confidence)}</td><td>{html.escape(d.status)}</td>"
-            f"<td>{d.root_cause.line if d.root_cause else ''}</td>"
-            f"<td><code>{html.escape((d.root_cause.text if d.root_cause else (d.reason or d.would_decide))[:160])}"
-            "</code></td>"
-            "</tr>"
+        from ..display import cells_table, esc
+
+        rows = [
+            [
+                esc(d.source),
+                f"<b>{esc(d.label)}</b>",
+                esc(d.confidence),
+                esc(d.status),
+                esc(d.root_cause.line if d.root_cause else ""),
+                f"<code>{esc((d.root_cause.text if d.root_cause else (d.reason or d.would_decide))[:160])}</code>",
+            ]
             for d in self.items
-        )
-        return (
-            f"<div>Overall: <b>{html.escape(self.label)}</b></div>"
-            "<table><tr><th>log</th><th>label</th><th>confidence</th><th>status</th><th>line</th><th>evidence</th></tr>"
-            + body
-            + "</table>"
+        ]
+        return f"<div>Overall: <b>{esc(self.label)}</b></div>" + cells_table(
+            ["log", "label", "confidence", "status", "line", "evidence"], rows
         )

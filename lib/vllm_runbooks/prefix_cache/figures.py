@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..display import PALETTE
+
 if TYPE_CHECKING:
     from .experiment import CounterDeltas, ExperimentResult
     from .mismatch import MismatchReport
 
-FIRST_COLOUR, LATER_COLOUR, EXPECTED_COLOUR = "#b26a00", "#1b7f3b", "#555555"
+FIRST_COLOUR, LATER_COLOUR, EXPECTED_COLOUR = PALETTE["warn"], PALETTE["good"], PALETTE["unknown"]
 
 
 def ttft_figure(exp: ExperimentResult) -> Any:
@@ -37,7 +39,7 @@ def cached_figure(exp: ExperimentResult) -> Any:
     obs = exp.observations
     xs = [o.index + 1 for o in obs]
     fig = go.Figure()
-    fig.add_bar(x=xs, y=[o.prompt_tokens for o in obs], name="prompt tokens", marker_color="#c7d7e8")
+    fig.add_bar(x=xs, y=[o.prompt_tokens for o in obs], name="prompt tokens", marker_color=PALETTE["series_light"])
     fig.add_bar(x=xs, y=[o.cached_tokens for o in obs], name="cached tokens", marker_color=LATER_COLOUR)
     if exp.expected_cached is not None:
         fig.add_scatter(
@@ -66,7 +68,7 @@ def deltas_figure(deltas: CounterDeltas, title: str = "Prefix-cache counter delt
     ):
         names.append(label)
         values.append(v if v is not None else 0)
-    fig = go.Figure(go.Bar(x=names, y=values, text=[f"{v:.0f}" for v in values], marker_color="#3b5b92"))
+    fig = go.Figure(go.Bar(x=names, y=values, text=[f"{v:.0f}" for v in values], marker_color=PALETTE["series"]))
     fig.update_layout(title=title, yaxis_title="tokens", height=340)
     return fig
 
@@ -76,12 +78,12 @@ def shared_prefix_figure(report: MismatchReport) -> Any:
     import plotly.graph_objects as go
 
     lengths = report.shared_lengths
-    fig = go.Figure(go.Histogram(x=lengths, nbinsx=max(10, min(60, len(lengths))), marker_color="#3b5b92"))
+    fig = go.Figure(go.Histogram(x=lengths, nbinsx=max(10, min(60, len(lengths))), marker_color=PALETTE["series"]))
     top = max(lengths + [report.unit_tokens]) if lengths else report.unit_tokens
     step = report.unit_tokens
     k = 1
     while k * step <= top * 1.05 and k <= 64:
-        fig.add_vline(x=k * step, line={"color": FIRST_COLOUR if k == 1 else "#cccccc", "dash": "dot"})
+        fig.add_vline(x=k * step, line={"color": FIRST_COLOUR if k == 1 else PALETTE["faint"], "dash": "dot"})
         k += 1
     fig.update_layout(
         title=f"Shared prefix per request ({report.method}); lines = {step}-token hit units",
