@@ -336,7 +336,7 @@ def test_report_round_trips_and_renders() -> None:
     html = report._repr_html_()
     assert "Canary verdict" in html and "Multi-GPU communication" in html
     assert report.headline().figures["counts"] == {"passed": 1, "failed": 0, "skipped": 0}
-    assert report.latency_figure().figure.data and report.tool_accuracy_figure().figure.layout.title.text
+    assert report.figure("latency").figure.data and report.figure("tool_accuracy").figure.layout.title.text
     assert "fail" in repr(failed("x")) and CanaryConfig(tool_calls=10_000).tool_calls == 200
 
 

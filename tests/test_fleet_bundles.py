@@ -93,7 +93,7 @@ def test_display_and_scraps(surveyed) -> None:
     assert "Canary" in result.plan._repr_html_()
     scraps = result.scraps()
     assert scraps["headline"]["verdict"] == "upgrade_needed" and len(scraps["fleet_table"]) == 3
-    fig = result.figure().figure
+    fig = result.figure("counts").figure
     assert {t.name for t in fig.data} >= {"ready", "upgrade_driver", "no_gpu"}
     json.dumps(scraps)
 

@@ -134,7 +134,7 @@ def test_counts_per_hardware_verdict_and_vbios(fleet) -> None:
     json.dumps(scraps)
     html = result.hardware_view()._repr_html_()
     assert OTHER_VBIOS in html and "k3-b-mixed-vbios" in html and "k3-c-healthy" not in html
-    hw_bar = next(t for t in result.figure().figure.data if t.name == "hardware")
+    hw_bar = next(t for t in result.figure("counts").figure.data if t.name == "hardware")
     assert dict(zip(hw_bar.x, hw_bar.y, strict=True)) == {"healthy": 4, "degraded": 1, "faulty": 1}
 
 

@@ -153,10 +153,11 @@ def test_figures_render_offline(healthy: StreamServer) -> None:
     from vllm_runbooks.load import figures
 
     res = run(Config(endpoint=healthy.base_url, stages=["health", "ramp"], max_concurrency=4, **QUICK), quiet=True)
-    for name, fn in figures.FIGURES.items():
-        bundle = fn(res)._repr_mimebundle_()
+    assert list(res.FIGURES) == list(figures.FIGURES)  # the result declares every plot the module draws
+    for name in res.FIGURES:
+        bundle = res.figure(name)._repr_mimebundle_()
         assert "application/vnd.plotly.v1+json" in bundle and "text/html" in bundle, name
-    timeline = figures.metrics_timeline(res).figure
+    timeline = res.figure("metrics_timeline").figure
     assert len(timeline.layout.shapes) >= 2  # one band per stage that ran
     assert "<table>" in res._repr_html_() and "<table>" in res.ramp()._repr_html_()
 

@@ -18,7 +18,7 @@ import html
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 #: The mime type of a plotly figure in a notebook output (JupyterLab's plotly renderer draws it).
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -364,4 +364,28 @@ class FigureGroup:
 
 def figure_view(figure: Any, name: str = "figure", why: str = "its step did not run") -> FigureView | NoFigure:
     """A figure that displays itself, or a note when there is none (the one figure idiom)."""
+    if isinstance(figure, FigureView | NoFigure):
+        return figure
     return NoFigure(name, why) if figure is None else FigureView(figure)
+
+
+class Figures:
+    """Mixin for results: ``FIGURES`` names each plot a result can draw (name → ``"module:function"``,
+    the function taking the result), and ``result.figure(name)`` is the one way a cell shows one.
+
+    Why names and lazy functions: a notebook cell and a test say which plot they want in one
+    word, the list of plots is declared once beside the result, and reading a saved result never
+    imports plotly until a figure is drawn.
+    """
+
+    FIGURES: ClassVar[dict[str, str]] = {}
+
+    def figure(self, name: str) -> FigureView | NoFigure:
+        """One of ``FIGURES`` as a figure that displays itself, or a note saying why there is none."""
+        import importlib
+
+        where = self.FIGURES.get(name)
+        if where is None:
+            raise KeyError(f"unknown figure {name!r}; one of {', '.join(self.FIGURES)}")
+        module, _, function = where.partition(":")
+        return figure_view(getattr(importlib.import_module(module), function)(self), name)

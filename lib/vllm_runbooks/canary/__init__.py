@@ -2,7 +2,7 @@
 
     report = stage.run(stage.Config(endpoint="http://127.0.0.1:8000"))   # = run_canary(...)
     report                       # verdict banner + checklist
-    report.latency_figure()      # a figure that displays itself
+    report.figure("latency")     # a figure that displays itself
     glue_result(report)          # scraps for every step + the typed headline (vllm_runbooks.stage)
     report.save(run_dir)         # canary/canary_report.json and canary/steps/<step>.json
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..display import banner, esc, html_table
+from ..display import Figures, banner, esc, html_table
 from ..records import Record
 from ..stage import Headline, ResultMixin, register_result
 
@@ -122,12 +122,17 @@ STEP_DIR = "canary/steps"
 
 @register_result
 @dataclass(repr=False)
-class CanaryReport(ResultMixin, Record):
+class CanaryReport(Figures, ResultMixin, Record):
     """Every step's result, the verdict (pass / fail / incomplete) and the expansion plan.
 
     Runbook 03's stage result: saved as ``canary/canary_report.json`` and read back with
     ``runs.load_result(run_dir, "canary_validation")``.
     """
+
+    FIGURES: ClassVar[dict[str, str]] = {
+        "latency": "vllm_runbooks.canary.display:latency_figure",
+        "tool_accuracy": "vllm_runbooks.canary.display:tool_accuracy_figure",
+    }
 
     SCHEMA = "canary_report"
     RUNBOOK: ClassVar[str] = "canary_validation"
@@ -215,20 +220,6 @@ class CanaryReport(ResultMixin, Record):
     def step_details(self) -> StepDetails:
         """Every step's banner, timings and evidence excerpt."""
         return StepDetails(self)
-
-    def latency_figure(self) -> Any:
-        """Each step's duration and its request timings (a figure that displays itself)."""
-        from ..display import FigureView
-        from .display import latency_figure
-
-        return FigureView(latency_figure(self))
-
-    def tool_accuracy_figure(self) -> Any:
-        """Tool-call schema accuracy and failure kinds (a figure that displays itself)."""
-        from ..display import FigureView
-        from .display import tool_accuracy_figure
-
-        return FigureView(tool_accuracy_figure(self))
 
     def _repr_html_(self) -> str:
         tone = {"pass": "good", "fail": "bad"}.get(self.verdict, "warn")

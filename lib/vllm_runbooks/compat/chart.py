@@ -83,3 +83,12 @@ def compat_chart(
     from .grid import compat_grid
 
     return draw_grid(compat_grid(inputs, today=today, compat_libs=compat_libs, cuda_versions=cuda_versions))
+
+
+def compatibility_figure(result: Any) -> Any:
+    """Runbook 02's grid (``result.figure("compatibility")``): image CUDA × driver branch for this
+    host's GPU, this host marked, as of the day the decision was made."""
+    import datetime as _dt
+
+    decision = result.report.decision
+    return compat_chart(decision.inputs, today=_dt.date.fromisoformat(decision.evaluated_on))

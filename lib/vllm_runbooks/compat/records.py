@@ -7,7 +7,6 @@ read these records without running the rules, and the HTML view lives in :mod:`.
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,13 +108,6 @@ class CompatDecision(Record):
             "contradictions": len(self.contradictions),
             "risks": [r.kind for r in self.risks if r.severity in ("error", "warning")],
         }
-
-    def figure(self):  # noqa: ANN201 - plotly figure
-        """The image CUDA x driver branch grid for this host's GPU, this host marked (displays itself)."""
-        from ..display import FigureView
-        from .chart import compat_chart
-
-        return FigureView(compat_chart(self.inputs, today=_dt.date.fromisoformat(self.evaluated_on)))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CompatDecision:

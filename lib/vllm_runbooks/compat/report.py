@@ -32,10 +32,6 @@ class CompatReport(Record):
         """The compatibility verdict the remediation was chosen for."""
         return self.decision.verdict
 
-    def figure(self):  # noqa: ANN201 - plotly figure
-        """The compatibility grid with this host marked (a figure that displays itself)."""
-        return self.decision.figure()
-
     def key_figures(self) -> dict[str, Any]:
         """The decision's key figures plus the path and lint counts (runbook 02's headline figures)."""
         return {

@@ -16,6 +16,7 @@ import shlex
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..display import Figures
 from ..logs.diagnosis import LogDiagnoses
 from ..records import Record, check_schema_version
 from ..stage import Headline, ResultMixin, register_result
@@ -152,8 +153,12 @@ def gather(config: Config) -> DecisionInputs:
 
 @register_result
 @dataclasses.dataclass
-class CompatResult(ResultMixin, Record):
+class CompatResult(Figures, ResultMixin, Record):
     """Runbook 02's outcome: what the logs say, what the decision is, and what to do."""
+
+    FIGURES: ClassVar[dict[str, str]] = {
+        "compatibility": "vllm_runbooks.compat.chart:compatibility_figure",
+    }
 
     SCHEMA = "compat_result"
     RUNBOOK: ClassVar[str] = "compatibility_decision"
@@ -205,10 +210,6 @@ class CompatResult(ResultMixin, Record):
         from ..display import FigureGroup
 
         return FigureGroup([d.timeline() for d in self.logs if d.findings], empty="no log findings to plot")
-
-    def chart(self) -> Any:
-        """Image CUDA × driver branch grid, this host marked (a figure that displays itself)."""
-        return self.report.figure()
 
     def _repr_html_(self) -> str:
         from ..display import banner

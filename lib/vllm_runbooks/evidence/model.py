@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..bounded import load_json
+from ..display import Figures
 from ..execution import runjson
 from ..execution.runjson import ArtefactError, check_files, verify_artefact
 from ..records import Record
@@ -68,8 +69,13 @@ VERDICTS = ("complete", "partial", "empty")
 
 @register_result
 @dataclass
-class Evidence(ResultMixin, Record):
+class Evidence(Figures, ResultMixin, Record):
     """Everything runbook 01 froze about one node and one launch (runbook 01's stage result)."""
+
+    FIGURES: ClassVar[dict[str, str]] = {
+        "memory": "vllm_runbooks.evidence.display:memory_figure",
+        "topology": "vllm_runbooks.evidence.display:topology_figure",
+    }
 
     SCHEMA: ClassVar[str] = "evidence"
     SCHEMA_VERSION: ClassVar[int] = 1
@@ -242,18 +248,6 @@ class Evidence(ResultMixin, Record):
         from .display import gpu_table
 
         return gpu_table(self)
-
-    def memory_figure(self) -> Any:
-        """GPU memory per GPU (a figure that displays itself)."""
-        from .display import memory_figure
-
-        return memory_figure(self)
-
-    def topology_figure(self) -> Any:
-        """The GPU topology matrix (a figure that displays itself)."""
-        from .display import topology_figure
-
-        return topology_figure(self)
 
     def hardware_view(self) -> Any:
         """The hardware verdict (every finding with source and action) and the start-up fit."""

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..display import PALETTE
+from ..display import PALETTE, Figures
 from ..records import Record
 from ..stage import Headline, ResultMixin, register_result
 from .model import (
@@ -91,8 +91,12 @@ def fit_counts(nodes: list[NodeRow]) -> dict[str, int]:
 
 @register_result
 @dataclass
-class FleetResult(ResultMixin, Record):
+class FleetResult(Figures, ResultMixin, Record):
     """The survey of every node for one target image, and the staged rollout plan."""
+
+    FIGURES: ClassVar[dict[str, str]] = {
+        "counts": "vllm_runbooks.fleet.figures:counts_figure",
+    }
 
     SCHEMA: ClassVar[str] = "fleet_survey"
     SCHEMA_VERSION: ClassVar[int] = 1
@@ -254,14 +258,6 @@ class FleetResult(ResultMixin, Record):
     def held_back_view(self) -> HeldBackList:
         """The nodes held back for a faulty GPU or a failed start-up fit, with why and what to do."""
         return HeldBackList(self.held_back)
-
-    def figure(self) -> Any:
-        """Counts per verdict, per driver branch (coloured by action) and per hardware verdict (a figure
-        that displays itself; the plotly Figure is its ``.figure``)."""
-        from ..display import FigureView
-        from .figures import counts_figure
-
-        return FigureView(counts_figure(self))
 
     def _repr_html_(self) -> str:
         from ..display import banner, html_table

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from ..display import banner, esc, html_table
+from ..display import Figures, banner, esc, html_table
 from ..records import Record
 from ..stage import Headline, ResultMixin, register_result
 
@@ -18,8 +18,13 @@ MAX_REGRESSIONS_SHOWN = 50
 
 @register_result
 @dataclasses.dataclass
-class History(ResultMixin, Record):
+class History(Figures, ResultMixin, Record):
     """Points (one per run and runbook) and the regressions found in them."""
+
+    FIGURES: ClassVar[dict[str, str]] = {
+        "verdicts": "vllm_runbooks.history.figures:verdict_figure",
+        "trend": "vllm_runbooks.history.figures:trend_figure",
+    }
 
     SCHEMA: ClassVar[str] = "validation_history"
     RUNBOOK: ClassVar[str] = RUNBOOK
@@ -75,20 +80,6 @@ class History(ResultMixin, Record):
         import pandas as pd
 
         return pd.DataFrame(self.table())
-
-    def verdict_figure(self) -> Any:
-        """Verdicts over time, as a view that displays itself (offline HTML too)."""
-        from ..display import FigureView
-        from .figures import verdict_figure
-
-        return FigureView(verdict_figure(self))
-
-    def trend_figure(self) -> Any:
-        """The watched figures over time, the first run of each regression marked."""
-        from ..display import FigureView
-        from .figures import trend_figure
-
-        return FigureView(trend_figure(self))
 
     def _repr_html_(self) -> str:
         tone = {"steady": "good", "recovered": "warn", "regressed": "bad"}.get(self.verdict, "unknown")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..display import HtmlView, banner, esc, html_table
+from ..display import Figures, HtmlView, banner, esc, html_table
 from ..records import Record
 from ..stage import Headline, ResultMixin, register_result
 from .records import RequestRecord, Summary
@@ -92,8 +92,15 @@ class StageOutcome(Record):
 
 @register_result
 @dataclass(repr=False)
-class LoadCheckResult(ResultMixin, Record):
+class LoadCheckResult(Figures, ResultMixin, Record):
     """Runbook 05's stage result (``runs.load_result(run_dir, "load_check")``)."""
+
+    FIGURES: ClassVar[dict[str, str]] = {
+        "latency_vs_concurrency": "vllm_runbooks.load.figures:latency_vs_concurrency",
+        "throughput_vs_concurrency": "vllm_runbooks.load.figures:throughput_vs_concurrency",
+        "metrics_timeline": "vllm_runbooks.load.figures:metrics_timeline",
+        "errors_by_class": "vllm_runbooks.load.figures:errors_by_class",
+    }
 
     SCHEMA = "load_check_result"
     RUNBOOK: ClassVar[str] = "load_check"

@@ -97,3 +97,28 @@ def shared_prefix_figure(report: MismatchReport) -> Any:
 def experiment_figure(exp: ExperimentResult) -> Any:
     """TTFT and cached tokens per request side by side (plotly)."""
     return cached_figure(exp)
+
+
+# -- result.figure(name): each takes the result and is None when its step did not run -------------
+def ttft_by_request(result: Any) -> Any:
+    """Prompt-processing time per request: the first against the later ones."""
+    exp = result.experiment
+    return ttft_figure(exp) if exp and exp.observations else None
+
+
+def cached_tokens_per_request(result: Any) -> Any:
+    """Cached prompt tokens per request."""
+    exp = result.experiment
+    return cached_figure(exp) if exp and exp.observations else None
+
+
+def counter_deltas(result: Any) -> Any:
+    """The cache counters' per-run deltas."""
+    exp = result.experiment
+    return deltas_figure(exp.deltas) if exp and exp.deltas.ok else None
+
+
+def shared_prefix_distribution(result: Any) -> Any:
+    """How long the prefix the recorded requests share is."""
+    mm = result.mismatch
+    return shared_prefix_figure(mm) if mm and mm.ok else None

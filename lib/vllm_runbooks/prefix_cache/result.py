@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..display import Figures
 from ..records import Record
 from ..stage import Headline, ResultMixin, register_result
 from .experiment import ExperimentResult
@@ -20,15 +21,20 @@ from .retention import RetentionResult
 from .sources import Enablement
 from .verdict import VERDICTS, Verdict
 
-#: Figures the result can draw, in the runbook's order.
-FIGURES = ("ttft_by_request", "cached_tokens_per_request", "counter_deltas", "shared_prefix_distribution")
 CHECK_FILE = "prefix_cache/check.json"
 
 
 @register_result
 @dataclass
-class PrefixCacheResult(ResultMixin, Record):
+class PrefixCacheResult(Figures, ResultMixin, Record):
     """What runbook 04 found: inputs, enablement, granularity, experiment, mismatch, retention, verdict."""
+
+    FIGURES: ClassVar[dict[str, str]] = {
+        "ttft_by_request": "vllm_runbooks.prefix_cache.figures:ttft_by_request",
+        "cached_tokens_per_request": "vllm_runbooks.prefix_cache.figures:cached_tokens_per_request",
+        "counter_deltas": "vllm_runbooks.prefix_cache.figures:counter_deltas",
+        "shared_prefix_distribution": "vllm_runbooks.prefix_cache.figures:shared_prefix_distribution",
+    }
 
     SCHEMA = "prefix_cache_result"
     RUNBOOK: ClassVar[str] = "prefix_cache_check"
@@ -47,25 +53,6 @@ class PrefixCacheResult(ResultMixin, Record):
     def headline(self) -> Headline:
         """The verdict and its bounded key figures (no per-request lists: run.json stays small)."""
         return self.make_headline(self.verdict.verdict, self.verdict.figures)
-
-    def figure(self, name: str) -> Any:
-        """One of ``FIGURES`` as a figure that displays itself, or a note when its step did not run."""
-        from ..display import figure_view
-        from .figures import cached_figure, deltas_figure, shared_prefix_figure, ttft_figure
-
-        exp, mm = self.experiment, self.mismatch
-        fig = None
-        if name == "ttft_by_request" and exp and exp.observations:
-            fig = ttft_figure(exp)
-        elif name == "cached_tokens_per_request" and exp and exp.observations:
-            fig = cached_figure(exp)
-        elif name == "counter_deltas" and exp and exp.deltas.ok:
-            fig = deltas_figure(exp.deltas)
-        elif name == "shared_prefix_distribution" and mm and mm.ok:
-            fig = shared_prefix_figure(mm)
-        elif name not in FIGURES:
-            raise KeyError(f"unknown figure {name!r}; one of {', '.join(FIGURES)}")
-        return figure_view(fig, name)
 
     def scraps(self) -> dict[str, Any]:
         """Plain JSON for every figure and result, keyed by scrap name; redacted (the notebook is shared)."""
@@ -103,3 +90,7 @@ class PrefixCacheResult(ResultMixin, Record):
 
     def _repr_html_(self) -> str:
         return self.verdict._repr_html_()
+
+
+#: Figures the result can draw, in the runbook's order (``result.figure(name)``).
+FIGURES = tuple(PrefixCacheResult.FIGURES)
