@@ -50,8 +50,17 @@ class ApprovalRefused(Exception):
     """An approval that must not be recorded (the run changed, self-approval, no record); names why."""
 
 
+class SignedEntry:
+    """What an approval and a close share: the bytes their SSH signature covers."""
+
+    def signed_bytes(self) -> bytes:
+        """The entry without its signature, canonical JSON."""
+        body = {k: v for k, v in self.to_dict().items() if k != "signature"}  # type: ignore[attr-defined]
+        return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
 @dataclass
-class Approval(Record):
+class Approval(SignedEntry, Record):
     """One person's decision on one version of the record, with everything it is bound to."""
 
     SCHEMA = "change_record_approval"
@@ -65,11 +74,6 @@ class Approval(Record):
     note: str = ""
     role: str = ""
     signature: dict[str, str] = field(default_factory=dict)  # method, namespace, armored, signed_by | why
-
-    def signed_bytes(self) -> bytes:
-        """What the signature covers: the entry without its signature, canonical JSON."""
-        body = {k: v for k, v in self.to_dict().items() if k != "signature"}
-        return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 @dataclass

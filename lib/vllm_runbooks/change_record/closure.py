@@ -26,6 +26,7 @@ from ..redact import redact_obj
 from .approvals import (
     KEY_ENV,
     ApprovalRefused,
+    SignedEntry,
     _bindings,
     _one_line,
     _sign,
@@ -46,7 +47,7 @@ class ClosureRefused(Exception):
 
 
 @dataclass
-class Closure(Record):
+class Closure(SignedEntry, Record):
     """The close of one change: code, who, when, and the record version it closes."""
 
     SCHEMA = "change_record_closure"
@@ -67,13 +68,6 @@ class Closure(Record):
     def approver(self) -> str:
         """The name the signature is checked under (the approvals' allowed-signers file)."""
         return self.closed_by
-
-    def signed_bytes(self) -> bytes:
-        """What the signature covers: the entry without its signature, canonical JSON."""
-        import json
-
-        body = {k: v for k, v in self.to_dict().items() if k != "signature"}
-        return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _when(text: Any) -> _dt.datetime | None:
