@@ -22,7 +22,7 @@ from run_factory import write_run
 from test_gpu_health_e2e import SAMPLE, XID79, faulty_bundle
 from vllm_runbooks.evidence.model import Evidence, Item
 from vllm_runbooks.execution import runs
-from vllm_runbooks.fleet import Config, FleetResult, FleetTarget, NodeRow, make_plan, run
+from vllm_runbooks.fleet import Config, FleetResult, NodeRow, TargetImage, make_plan, run
 from vllm_runbooks.fleet import assess as fleet_assess
 from vllm_runbooks.fleet.model import TABLE_COLUMNS
 from vllm_runbooks.records import rebuild
@@ -212,7 +212,7 @@ def test_a_failed_fit_is_held_back_with_its_words() -> None:
         _row("b-slow", fit="fail", fit_failed=["ready timeout: VLLM_ENGINE_READY_TIMEOUT_S=600 < expected 3600 s"]),
         _row("c-ok", fit="pass"),
     ]
-    plan = make_plan(rows, FleetTarget())
+    plan = make_plan(rows, TargetImage())
     assert plan.canary == "c-ok" and [s.kind for s in plan.stages] == ["canary"]
     held = {h["node"]: h for h in plan.held_back}
     assert set(held) == {"a-fit", "b-slow"}
@@ -222,18 +222,18 @@ def test_a_failed_fit_is_held_back_with_its_words() -> None:
 
 
 def test_unknown_hardware_is_not_faulty_but_healthy_comes_first() -> None:
-    plan = make_plan([_row("a-unknown", "unknown", idle=True), _row("b-healthy", idle=False)], FleetTarget())
+    plan = make_plan([_row("a-unknown", "unknown", idle=True), _row("b-healthy", idle=False)], TargetImage())
     assert plan.canary == "b-healthy" and not plan.held_back
     assert [n.node for s in plan.stages for n in s.nodes] == ["b-healthy", "a-unknown"]
     assert any("unknown is not faulty" in n for n in plan.notes)
-    alone = make_plan([_row("a-unknown", "unknown")], FleetTarget())
+    alone = make_plan([_row("a-unknown", "unknown")], TargetImage())
     assert alone.canary == "a-unknown" and "not faulty" in alone.stages[0].why
 
 
 def test_the_few_take_a_degraded_node_only_for_a_configuration_without_another() -> None:
     rows = [_row(n) for n in ("a", "b", "c")] + [_row("0-degraded", "degraded")]
     rows.append(dataclasses.replace(_row("z-b200", "degraded"), gpu_name="NVIDIA B200"))
-    plan = make_plan(rows, FleetTarget(), few=4, wave_size=10)
+    plan = make_plan(rows, TargetImage(), few=4, wave_size=10)
     stages = {s.kind: [n.node for n in s.nodes] for s in plan.stages}
     assert stages["canary"] == ["a"]
     # the B200 configuration has only a degraded node: it stands in; the filler stays healthy, even short of 4
@@ -247,14 +247,14 @@ def test_when_the_largest_configuration_is_all_degraded_the_next_largest_gives_t
         dataclasses.replace(_row(n, hw), gpu_name="NVIDIA B200") for n, hw in (("b-1", "unknown"), ("b-2", "healthy"))
     ]
     rows.append(dataclasses.replace(_row("l40s", "healthy", idle=True), gpu_name="NVIDIA L40S"))
-    plan = make_plan(rows, FleetTarget(), few=0, wave_size=10)
+    plan = make_plan(rows, TargetImage(), few=0, wave_size=10)
     assert plan.canary == "b-2"  # the next largest configuration, its healthy node; not the smaller idle L40S
     assert "largest configuration with a node that is not degraded" in plan.stages[0].why
     assert {n.node for s in plan.stages if s.kind == "wave" for n in s.nodes} >= {"h200-0", "h200-1", "h200-2"}
 
 
 def test_only_degraded_nodes_means_no_canary_and_says_why() -> None:
-    plan = make_plan([_row("a", "degraded"), _row("b", "degraded")], FleetTarget())
+    plan = make_plan([_row("a", "degraded"), _row("b", "degraded")], TargetImage())
     assert plan.canary is None and plan.stages == [] and not plan.held_back
     assert any(n.startswith("No canary: every node that can take the image has degraded") for n in plan.notes)
 

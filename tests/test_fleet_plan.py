@@ -3,7 +3,7 @@ covering the other configurations, then waves (image-only nodes before driver up
 
 from __future__ import annotations
 
-from vllm_runbooks.fleet import FleetTarget, NodeRow, make_plan
+from vllm_runbooks.fleet import NodeRow, TargetImage, make_plan
 from vllm_runbooks.fleet.model import unanswered
 
 
@@ -26,7 +26,7 @@ def test_canary_waves_and_exclusions() -> None:
     rows += [_node(f"b200-{i}", "NVIDIA B200", "r580", "ready", idle=False) for i in range(4)]
     rows += [_node("h100-0", "NVIDIA H100 80GB HBM3", "r575", "upgrade_driver")]
     rows += [unanswered("gone-1", "died", "NodeDiedError"), NodeRow(node="cpu-1", action="no_gpu", reason="no GPU")]
-    plan = make_plan(rows, FleetTarget(), few=2, wave_size=4)
+    plan = make_plan(rows, TargetImage(), few=2, wave_size=4)
     # The most common configuration is 10× H200 r575; of those, the idle node is the canary.
     assert plan.canary == "h200-07"
     kinds = [s.kind for s in plan.stages]
@@ -45,6 +45,6 @@ def test_canary_waves_and_exclusions() -> None:
 
 
 def test_no_eligible_node_means_no_canary() -> None:
-    plan = make_plan([NodeRow(node="cpu-1", action="no_gpu", reason="no GPU")], FleetTarget())
+    plan = make_plan([NodeRow(node="cpu-1", action="no_gpu", reason="no GPU")], TargetImage())
     assert plan.canary is None and not plan.stages and plan.excluded[0]["node"] == "cpu-1"
     assert "none available" in plan._repr_html_()

@@ -7,9 +7,9 @@
 Nothing here imports Ray except :mod:`vllm_runbooks.fleet.ray_survey`, loaded only for a Ray survey.
 """
 
-from .model import ACTIONS, FleetTarget, NodeRow
+from .model import ACTIONS, NodeRow, TargetImage
 from .plan import RolloutPlan, make_plan
 from .result import FleetResult
 from .stage import Config, run
 
-__all__ = ["ACTIONS", "Config", "FleetResult", "FleetTarget", "NodeRow", "RolloutPlan", "make_plan", "run"]
+__all__ = ["ACTIONS", "Config", "FleetResult", "TargetImage", "NodeRow", "RolloutPlan", "make_plan", "run"]

@@ -33,8 +33,8 @@ from .model import (
     ACTION_UNKNOWN,
     ACTION_UPGRADE,
     WHY_BAD_BUNDLE,
-    FleetTarget,
     NodeRow,
+    TargetImage,
     unanswered,
 )
 
@@ -80,7 +80,7 @@ class Job:
     node: str
     bundle: str
     node_dir: str
-    target: FleetTarget
+    target: TargetImage
     source: str = "bundle"
     today: str | None = None
 
@@ -100,7 +100,7 @@ def action_for(verdict: str, gpu_count: int, driver_version: str | None) -> str:
     return ACTION_UNKNOWN
 
 
-def _decide(node_dir: Path, target: FleetTarget, today: _dt.date | None) -> dict[str, Any]:
+def _decide(node_dir: Path, target: TargetImage, today: _dt.date | None) -> dict[str, Any]:
     """Runbook 02's decision for the target image on this node's host facts (cached by its inputs)."""
     from ..compat import stage as compat_stage
     from ..compat.hardware_route import hardware_path

@@ -60,7 +60,7 @@ TABLE_COLUMNS = (
 
 
 @dataclass
-class FleetTarget(Record):
+class TargetImage(Record):
     """The image the fleet is surveyed for: its CUDA, the model profile, and what the image carries.
 
     The node's *current* image is not the target: the decision for each node is made with the

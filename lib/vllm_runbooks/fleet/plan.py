@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..records import Record
-from .model import ACTION_READY, ACTION_UPGRADE, FleetTarget, NodeRow
+from .model import ACTION_READY, ACTION_UPGRADE, NodeRow, TargetImage
 
 STAGE_CANARY, STAGE_FEW, STAGE_WAVE = "canary", "few_nodes", "wave"
 
@@ -195,7 +195,7 @@ def _hardware_text(row: NodeRow) -> str:
     return f"hardware {row.hardware}"
 
 
-def _canary_checks(target: FleetTarget, upgrade: bool) -> list[str]:
+def _canary_checks(target: TargetImage, upgrade: bool) -> list[str]:
     checks = [
         "Drained and isolated: no production traffic; runbook 01 evidence saved as the baseline before any change"
     ]
@@ -214,7 +214,7 @@ def _canary_checks(target: FleetTarget, upgrade: bool) -> list[str]:
     return checks
 
 
-def _few_checks(target: FleetTarget) -> list[str]:
+def _few_checks(target: TargetImage) -> list[str]:
     return [
         "Runbook 03 passes on every node of this stage (each configuration proven on its own node)",
         "Multi-node communication (NCCL) between these nodes and the canary passes",
@@ -223,7 +223,7 @@ def _few_checks(target: FleetTarget) -> list[str]:
     ]
 
 
-def _wave_checks(target: FleetTarget, last: bool) -> list[str]:
+def _wave_checks(target: TargetImage, last: bool) -> list[str]:
     checks = [
         f"Runbook 07 re-run on the wave: every node reports ready for CUDA {target.image_cuda} (none unanswered)",
         "Runbook 03 on one node per configuration of the wave passes",
@@ -236,7 +236,7 @@ def _wave_checks(target: FleetTarget, last: bool) -> list[str]:
     return checks
 
 
-def make_plan(rows: list[NodeRow], target: FleetTarget, few: int = 3, wave_size: int = 0) -> RolloutPlan:
+def make_plan(rows: list[NodeRow], target: TargetImage, few: int = 3, wave_size: int = 0) -> RolloutPlan:
     """The staged plan for the nodes that can take the image (ready now, or after a driver upgrade).
 
     ``few``: nodes in the second stage (one per other configuration first). ``wave_size``: nodes per

@@ -22,8 +22,8 @@ from .model import (
     ACTION_UPGRADE,
     ACTIONS,
     TABLE_COLUMNS,
-    FleetTarget,
     NodeRow,
+    TargetImage,
 )
 from .plan import HELD_BACK_COLUMNS, RolloutPlan, hold_back
 
@@ -105,7 +105,7 @@ class FleetResult(Figures, ResultMixin, Record):
     ARTEFACT: ClassVar[str] = "fleet/result.json"
 
     mode: str = "bundles"  # ray | bundles
-    target: FleetTarget = field(default_factory=FleetTarget)
+    target: TargetImage = field(default_factory=TargetImage)
     nodes: list[NodeRow] = field(default_factory=list)
     plan: RolloutPlan | None = None
     surveyed_at: str = ""

@@ -20,7 +20,7 @@ from ..records import Record, utc_now
 from ..resources import resolve_shipped_path
 from .assess import Job, assess_all
 from .bundles import find_bundles
-from .model import FleetTarget, NodeRow
+from .model import NodeRow, TargetImage
 from .plan import make_plan
 from .result import FleetResult
 
@@ -47,9 +47,9 @@ class Config(Record):
     workers: int = 0
     today: str | None = None
 
-    def target(self) -> FleetTarget:
+    def target(self) -> TargetImage:
         """The image every node is judged for (not the one it runs today)."""
-        return FleetTarget(
+        return TargetImage(
             image_cuda=str(self.image_cuda),
             profile=self.profile,
             image_ref=self.image_ref,
