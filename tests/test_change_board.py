@@ -21,9 +21,10 @@ def _compat(path: str = "upgrade_driver", profile: str = "kimi_k3") -> dict:
     }
 
 
-def _entries(endpoint: str = "http://svc-user:hunter2hunter2@k3-node-07:8000") -> list[dict]:
+def _entries(endpoint: str = "http://svc-user:hunter2hunter2@k3-node-07:8000", *others: str) -> list[dict]:
+    """Runbooks 02 and 03 finished (with their times), and ``others`` finished without times."""
     names = ["compatibility_decision", "canary_validation"]
-    out = []
+    out = [{"name": name, "status": "ok"} for name in others]
     for name, (start, end) in zip(names, TIMES, strict=True):
         out.append(
             {
@@ -74,7 +75,8 @@ def test_fields_are_derived_and_say_where_from(tmp_path: Path) -> None:
 
 def test_the_fleet_plan_gives_nodes_impact_and_the_implementation_plan(tmp_path: Path) -> None:
     run = tmp_path / "after"
-    write_run(run, _entries(), {"compat/decision.json": _compat(), "fleet/result.json": _fleet(12)})
+    files = {"compat/decision.json": _compat(), "fleet/result.json": _fleet(12)}
+    write_run(run, _entries("http://k3-node-07:8000", "fleet_survey"), files)
     board = build_record(run).board
     assert board.affected_nodes[:2] == ["gpu-000", "gpu-001"] and len(board.affected_nodes) == 12
     assert board.impact == "high" and board.impact_why.startswith("12 node(s) of 12 surveyed")
@@ -146,7 +148,8 @@ def test_a_baseline_of_another_profile_or_host_is_said_and_not_compared(tmp_path
         run = tmp_path / name
         bundle = _quiet_bundle(tmp_path, f"bundle-{name}")
         collect_evidence(bundle, run_dir=run)
-        write_run(run, _entries(), {"compat/decision.json": _compat(profile=profile)}, on_disk=("evidence",))
+        entries = _entries("http://k3-node-07:8000", "evidence_capture")
+        write_run(run, entries, {"compat/decision.json": _compat(profile=profile)}, on_disk=("evidence",))
         return run
 
     after = run_of("after", "kimi_k3")

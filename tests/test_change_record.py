@@ -217,9 +217,9 @@ def test_server_text_cannot_forge_lines_links_or_cells_in_the_record(tmp_path: P
     assert "<h2>Change checklist (ticked from evidence only)</h2>" in page and "<table>" in page
 
 
-def _write_run(run_dir: Path, entries: list[dict], files: dict[str, object]) -> None:
+def _write_run(run_dir: Path, entries: list[dict], files: dict[str, object], **kw: Any) -> None:
     """A run directory as the runner leaves it: notebooks, artefacts, run.json listing them, signed."""
-    write_run(run_dir, entries, files)
+    write_run(run_dir, entries, files, **kw)
 
 
 def test_record_reads_runbook_05_stages_and_restarts(tmp_path: Path) -> None:
@@ -240,22 +240,18 @@ def test_record_reads_runbook_05_stages_and_restarts(tmp_path: Path) -> None:
         {"stage": "ramp", "status": "pass", "reason": "1 → 8, no stop"},
         {"stage": "multi_node", "status": "skip", "reason": "single node"},
     ]
-    head = {
-        "runbook": "load_check",
-        "verdict": "pass",
-        "figures": {
-            "stages": {s["stage"]: s["status"] for s in stages},
+    entry = {"name": "load_check", "status": "ok", "parameters": {"slo_ttft_ms": 2000.0, "max_concurrency": 8}}
+
+    def load(stages: list[dict]) -> dict:
+        return {
+            "schema": "load_check_result",
+            "verdict": "pass",
+            "stages": stages,
             "target_concurrency_verified": True,
             "target_concurrency_reason": "knee at concurrency 8 ≥ target concurrency 8",
-        },
-    }
-    entry = {
-        "name": "load_check",
-        "status": "ok",
-        "headline": head,
-        "parameters": {"slo_ttft_ms": 2000.0, "max_concurrency": 8},
-    }
-    _write_run(tmp_path, [entry], {"load/load_check.json": {"schema": "load_check_result", "stages": stages}})
+        }
+
+    _write_run(tmp_path, [entry], {"load/load_check.json": load(stages)})
     record = build_record(tmp_path)
     check_links(record, tmp_path)
     verified = {s.name: s for s in record.verified}
@@ -268,7 +264,7 @@ def test_record_reads_runbook_05_stages_and_restarts(tmp_path: Path) -> None:
     stages[0]["details"]["restarts"][1]["ok"] = False
     other = tmp_path / "bad"
     other.mkdir()
-    _write_run(other, [entry], {"load/load_check.json": {"schema": "load_check_result", "stages": stages}})
+    _write_run(other, [entry], {"load/load_check.json": load(stages)})
     unverified = {s.name: s for s in build_record(other).unverified}
     assert "1 of 2 restarts did not come back healthy" in unverified["failure_recovery"].reason
 
@@ -276,12 +272,12 @@ def test_record_reads_runbook_05_stages_and_restarts(tmp_path: Path) -> None:
     stages[0]["details"]["restarts"][1].update(ok=True, observed="")
     unseen = tmp_path / "unseen"
     unseen.mkdir()
-    _write_run(unseen, [entry], {"load/load_check.json": {"schema": "load_check_result", "stages": stages}})
+    _write_run(unseen, [entry], {"load/load_check.json": load(stages)})
     unverified = {s.name: s for s in build_record(unseen).unverified}
     assert "1 of 2 restarts were not observed to happen" in unverified["failure_recovery"].reason
 
 
-def _canary(ttft: float, accuracy: float, tool_status: str = "pass") -> dict:
+def _canary(ttft: float, accuracy: float, tool_status: str = "pass", verdict: str = "pass") -> dict:
     steps = [
         {"step": "short_text", "status": "pass", "reason": "", "timings": {"stream_ttft": ttft}},
         {
@@ -291,7 +287,7 @@ def _canary(ttft: float, accuracy: float, tool_status: str = "pass") -> dict:
             "details": {"accuracy": {"schema_accuracy": accuracy}},
         },
     ]
-    return {"schema": "canary_report", "steps": steps, "config": {"tool_accuracy_threshold": 0.95}}
+    return {"schema": "canary_report", "verdict": verdict, "steps": steps, "config": {"tool_accuracy_threshold": 0.95}}
 
 
 def test_before_after_flags_regressions_beyond_thresholds(tmp_path: Path) -> None:
@@ -300,19 +296,17 @@ def test_before_after_flags_regressions_beyond_thresholds(tmp_path: Path) -> Non
     def run(name: str, ttft: float, acc: float, p95: float, errors: dict, status: str) -> Path:
         d = tmp_path / name
         d.mkdir()
+        knee = {"concurrency": 4, "summary": {"ttft_ms": {"p95": p95}, "errors_by_class": errors}}
         load = {
-            "runbook": "load_check",
+            "schema": "load_check_result",
             "verdict": "pass",
-            "figures": {"p95_ttft_ms_at_knee": p95, "slo_ttft_ms": p95, "error_classes": errors},
+            "knee_concurrency": 4,
+            "slo": {"ttft_ms": p95},
+            "stages": [{"stage": "ramp", "status": "pass", "levels": [knee], "summary": knee["summary"]}],
         }
-        canary = {"runbook": "canary_validation", "verdict": status, "figures": {}}
-        entries = [
-            {"name": "load_check", "status": "ok", "headline": load},
-            {"name": "canary_validation", "status": "ok", "headline": canary},
-        ]
-        _write_run(
-            d, entries, {"canary/canary_report.json": _canary(ttft, acc, "pass" if status == "pass" else "fail")}
-        )
+        entries = [{"name": "load_check", "status": "ok"}, {"name": "canary_validation", "status": "ok"}]
+        canary = _canary(ttft, acc, "pass" if status == "pass" else "fail", status)
+        _write_run(d, entries, {"canary/canary_report.json": canary, "load/load_check.json": load})
         return d
 
     before = run("before", 0.100, 1.0, 400.0, {}, "pass")
@@ -347,17 +341,19 @@ def test_hostile_run_json_shapes_give_reasons_not_crashes(tmp_path: Path) -> Non
             "stages": [{"stage": "health", "status": "pass", "details": "restarts"}],
         },
     }
-    _write_run(tmp_path, entries, files)
+    _write_run(tmp_path, entries, files, as_given=tuple(files))
     other = tmp_path / "base"
     other.mkdir()
-    _write_run(other, entries, files)
+    _write_run(other, entries, files, as_given=tuple(files))
     record = build_record(tmp_path, other)
     check_links(record, tmp_path)
     # an entry whose notebook is not a listed file (42) is not evidence: said so, never cited
     assert "model_load" not in {s.name for s in record.verified}
     assert any("canary_validation" in m and "notebook is not in the run's manifest" in m for m in record.missing)
     assert all(b.reason for b in record.baseline if not b.present)
-    assert "ran without restarts" in next(c for c in record.checklist if c.name == "load_and_restart").reason
+    # a result file of the wrong shape is refused by its class, naming the field: a reason, not a crash
+    restart = next(c for c in record.checklist if c.name == "load_and_restart").reason
+    assert "runbook 05 left no result" in restart and "StageOutcome.details: expected a mapping" in restart
 
 
 @pytest.mark.slow

@@ -182,7 +182,7 @@ def test_a_forged_run_without_notebooks_is_not_ready(tmp_path: Path) -> None:
         "load/load_check.json": {"schema": "load_check_result", "stages": [{"stage": "ramp", "status": "pass"}]},
         "prefix_cache/check.json": {"schema": "prefix_cache_result", "verdict": "pass"},
     }
-    write_run(run_dir, entries, files, notebooks=False, keyed=False)
+    write_run(run_dir, entries, files, notebooks=False, keyed=False, as_given=tuple(files))
     record = build_record(run_dir)
     assert record.verdict != "ready"
     assert record.machine_signature["status"] == "unsigned"
@@ -192,17 +192,28 @@ def test_a_forged_run_without_notebooks_is_not_ready(tmp_path: Path) -> None:
     assert "Machine signature of run.json:** unsigned" in text and "It does not prove" in text
 
 
-def test_the_records_schema_table_agrees_with_the_result_registry() -> None:
-    from vllm_runbooks.change_record.sources import RESULT_SCHEMAS
-    from vllm_runbooks.execution.suite import SUITE_FILE, SuiteResult
-    from vllm_runbooks.stage import RESULT_MODULES, result_class
+def test_a_file_of_another_kind_under_a_results_name_is_refused_not_read(tmp_path: Path) -> None:
+    """The record reads each result through its class (``runs.load_results``): a prefix-cache
+    result saved as the canary report, or a canary report of the wrong shape, proves nothing."""
+    from result_factory import real_result
+    from run_factory import write_run
+    from vllm_runbooks.change_record import build_record
+    from vllm_runbooks.change_record.sources import RunView
 
-    registry = {SUITE_FILE: SuiteResult.SCHEMA}
-    for runbook in RESULT_MODULES:
-        cls = result_class(runbook)
-        registry[cls.ARTEFACT] = cls.SCHEMA
-    assert RESULT_SCHEMAS.items() <= registry.items()
-    assert len(RESULT_SCHEMAS) >= 7
+    entries = [{"name": "canary_validation", "status": "ok"}, {"name": "load_check", "status": "ok"}]
+    files = {
+        "canary/canary_report.json": real_result({"schema": "prefix_cache_result"}),
+        "load/load_check.json": {"schema": "load_check_result", "stages": "ramp passed, trust me"},
+    }
+    write_run(tmp_path, entries, files, as_given=tuple(files))
+    view = RunView.load(tmp_path)
+    assert view.result("canary_validation") is None and view.result("load_check") is None
+    assert "schema is 'prefix_cache_result', expected 'canary_report'" in view.unread("canary_validation")
+    assert "LoadCheckResult.stages: expected a list, got a str" in view.unread("load_check")
+    record = build_record(tmp_path)
+    assert not record.verified
+    reasons = {s.name: s.reason for s in record.unverified}
+    assert "expected 'canary_report'" in reasons["model_load"] and "expected a list" in reasons["long_text"]
 
 
 def test_an_unsigned_run_json_that_lists_nothing_gets_one_answer_everywhere(tmp_path: Path) -> None:

@@ -142,7 +142,7 @@ def test_every_reader_takes_the_one_run_json_bound(tmp_path: Path) -> None:
     assert (run_dir / "run.json").stat().st_size > 5 << 20
     summary = runs_reader.summarise_run(run_dir, verify=True)
     assert (summary.status, summary.tampered, summary.verdicts) == ("ok", [], {"smoke": "pass"})
-    assert RunView.load(run_dir).entries["smoke"].verdict == "pass"
+    assert RunView.load(run_dir).entries["smoke"].status == "ok"
     assert [p.status for p in read_points(runs)] == ["ok"]
     assert Incident(run_dir).run_json()["runbooks"][0]["name"] == "smoke"
     body = json.dumps({"runbooks": [], "padding": ""})
@@ -285,21 +285,35 @@ def test_the_record_cites_the_newest_attempt(tmp_path: Path) -> None:
     assert verified["model_load"].evidence[0].artefact == "canary/canary_report-2.json"
 
 
+def _decision(verdict: str, items: list[dict] | None = None) -> dict:
+    return {"schema": "compat_result", "report": {"decision": {"verdict": verdict}}, "logs": {"items": items or []}}
+
+
+def _with_evidence(logs: dict[str, object] | None) -> dict[str, object]:
+    """The log files and runbook 01's evidence naming them as the logs it stored."""
+    if not logs:
+        return {}
+    files = [{"stored_as": Path(rel).relative_to("evidence").as_posix()} for rel in logs]
+    evidence = {"schema": "evidence", "items": {"logs": {"status": "ok", "value": {"files": files}}}}
+    return {**logs, "evidence/evidence.json": evidence}
+
+
 def _after(run_dir: Path, logs: dict[str, object] | None = None) -> Path:
     entries = [
-        {"name": "compatibility_decision", "status": "ok", "headline": {"verdict": "compatible"}},
-        {"name": "canary_validation", "status": "ok", "headline": {"verdict": "pass"}},
-        {"name": "evidence_capture", "status": "ok", "headline": {"verdict": "complete"}},
+        {"name": "compatibility_decision", "status": "ok"},
+        {"name": "canary_validation", "status": "ok"},
+        {"name": "evidence_capture", "status": "ok"},
     ]
-    _write_run(run_dir, entries, {"canary/canary_report.json": _canary(), **(logs or {})})
+    files = {"compat/decision.json": _decision("compatible"), "canary/canary_report.json": _canary()}
+    _write_run(run_dir, entries, {**files, **_with_evidence(logs)})
     return run_dir
 
 
 def _baseline(run_dir: Path, verdict: str, labels: list[str], logs: dict[str, object] | None = None) -> Path:
     findings = [{"severity": "critical", "label": label} for label in labels]
-    decision = {"schema": "compat_result", "logs": {"items": [{"findings": findings}]}}
-    entries = [{"name": "compatibility_decision", "status": "ok", "headline": {"verdict": verdict}}]
-    _write_run(run_dir, entries, {"compat/decision.json": decision, **(logs or {})})
+    entries = [{"name": "compatibility_decision", "status": "ok"}, {"name": "evidence_capture", "status": "ok"}]
+    decision = _decision(verdict, [{"findings": findings}])
+    _write_run(run_dir, entries, {"compat/decision.json": decision, **_with_evidence(logs)})
     return run_dir
 
 
@@ -347,8 +361,8 @@ def test_a_learned_failure_label_counts_and_its_scored_lines_are_cited(tmp_path:
             {"line": 3, "text": "progress 10%", "role": "progress"},
         ],
     }
-    decision = {"schema": "compat_result", "logs": {"items": [item]}}
-    entries = [{"name": "compatibility_decision", "status": "ok", "headline": {"verdict": "unknown"}}]
+    decision = _decision("unknown", [item])
+    entries = [{"name": "compatibility_decision", "status": "ok"}]
     _write_run(tmp_path / "before", entries, {"compat/decision.json": decision})
     got = {c.name: c for c in build_record(after, tmp_path / "before").checklist}["startup_failure_gone"]
     assert got.ticked, got.reason

@@ -130,3 +130,48 @@ def test_rebuild_reads_nested_records_enums_and_optionals_back_typed() -> None:
     assert again == report and again.steps[0].status is Status.PASS and isinstance(again.plan[0], ExpansionStage)
     with pytest.raises(ValueError, match="newer"):
         rebuild(CanaryReport, {**report.to_dict(), "schema_version": 99})
+
+
+def test_load_results_names_the_file_and_sha256_each_result_was_read_from(tmp_path: Path) -> None:
+    """What runbook 06 cites is the bytes it judged: the newest listed attempt, with its sha256."""
+    from vllm_runbooks.execution.runjson import sha256_file
+    from vllm_runbooks.execution.runs import load_results
+
+    _report("fail").save(tmp_path)
+    _report("pass").save(tmp_path)  # a rerun writes canary_report-2.json, never over the first
+    record_run(
+        tmp_path, RunbookResult("canary_validation", "x.ipynb", None, "ok", "t0", "t1", 1.0, {}, run_dir=str(tmp_path))
+    )
+    found = load_results(tmp_path)
+    rel = "canary/canary_report-2.json"
+    assert found.read_from["canary_validation"] == {"rel": rel, "sha256": sha256_file(tmp_path / rel)}
+    assert found.results["canary_validation"].verdict == "pass"
+
+
+def test_rebuild_refuses_a_value_of_the_wrong_shape_naming_the_field() -> None:
+    """A typed read gives a record or a refusal, never a half-typed one a reader crashes on."""
+    from vllm_runbooks.records import rebuild
+
+    good = _report("pass").to_dict()
+    for bad, said in (
+        ({"steps": "all passed"}, "CanaryReport.steps: expected a list, got a str"),
+        ({"steps": ["model_load"]}, "CanaryReport.steps: expected a StepResult record, got a str"),
+        ({"steps": [{**good["steps"][0], "status": "passed-ish"}]}, "StepResult.status: 'passed-ish' is not one of"),
+        ({"steps": [{**good["steps"][0], "details": [1, 2]}]}, "StepResult.details: expected a mapping, got a list"),
+    ):
+        with pytest.raises(TypeError, match=said):
+            rebuild(CanaryReport, {**good, **bad})
+
+
+def test_a_result_whose_verdict_is_outside_its_vocabulary_is_refused(tmp_path: Path) -> None:
+    """Runbook 02's headline raises on a verdict outside its words: the file is refused, not read."""
+    from result_factory import real_result
+    from run_factory import write_run
+    from vllm_runbooks.execution.runs import load_results
+
+    decision = real_result({"schema": "compat_result", "report": {"decision": {"verdict": "driver_too_old"}}})
+    decision["report"]["decision"]["verdict"] = "fine by me"
+    write_run(tmp_path, [{"name": "compatibility_decision", "status": "ok"}], {"compat/decision.json": decision})
+    found = load_results(tmp_path)
+    assert "compatibility_decision" not in found.results
+    assert "its headline does not read" in found.refused["compatibility_decision"]

@@ -102,19 +102,28 @@ def rebuild(cls: type[T], data: dict[str, Any]) -> T:
     For results saved by one runbook and read by another (``runs.load_result``): every part comes
     back typed from its field annotations, so a reader never handles half-dicts. Records with
     their own ``from_dict`` are rebuilt through it; unknown keys are ignored, and a newer
-    ``schema_version`` than this library knows is refused.
+    ``schema_version`` than this library knows is refused. A value of the wrong shape (a string
+    where a list, a mapping or a nested record belongs, an enum value outside its vocabulary)
+    raises ``TypeError`` naming the field: a reader gets a typed record or a refusal, never a
+    half-typed one it would crash on.
     """
     check_schema_version(cls, data)
     try:
         hints = typing.get_type_hints(cls)
     except (NameError, TypeError):  # an annotation only importable for type checkers: keep values as read
         hints = {}
-    kwargs = {
-        f.name: _rebuild_value(hints.get(f.name, Any), data[f.name])
-        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-        if f.init and f.name in data
-    }
+    kwargs = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.init and f.name in data:
+            try:
+                kwargs[f.name] = _rebuild_value(hints.get(f.name, Any), data[f.name])
+            except TypeError as exc:
+                raise TypeError(f"{cls.__name__}.{f.name}: {exc}") from None
     return cls(**kwargs)
+
+
+def _shape(value: Any) -> str:
+    return type(value).__name__
 
 
 def _rebuild_value(tp: Any, value: Any) -> Any:
@@ -123,18 +132,27 @@ def _rebuild_value(tp: Any, value: Any) -> Any:
         return None
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
-        for arg in args:
-            if arg is type(None):
-                continue
-            built = _rebuild_value(arg, value)
-            if built is not value or not isinstance(value, dict):
-                return built
-        return value
-    if origin is list and isinstance(value, list) and args:
-        return [_rebuild_value(args[0], v) for v in value]
-    if origin is dict and isinstance(value, dict) and len(args) == 2:
-        return {k: _rebuild_value(args[1], v) for k, v in value.items()}
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp) and isinstance(value, dict):
+        options = [a for a in args if a is not type(None)]
+        errors = []
+        for arg in sorted(options, key=lambda a: not (isinstance(a, type) and dataclasses.is_dataclass(a))):
+            try:
+                return _rebuild_value(arg, value)
+            except TypeError as exc:
+                errors.append(str(exc))
+        raise TypeError("; ".join(errors) or f"no annotation fits a {_shape(value)}")
+    if origin is list or tp is list:
+        if not isinstance(value, list):
+            raise TypeError(f"expected a list, got a {_shape(value)}")
+        return [_rebuild_value(args[0], v) for v in value] if args else value
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise TypeError(f"expected a mapping, got a {_shape(value)}")
+        return {k: _rebuild_value(args[1], v) for k, v in value.items()} if len(args) == 2 else value
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value  # already built (a record's own from_dict built its parts)
+        if not isinstance(value, dict):
+            raise TypeError(f"expected a {tp.__name__} record, got a {_shape(value)}")
         custom = getattr(tp, "from_dict", None)
         if issubclass(tp, Record) and custom is not None and custom.__func__ is not Record.from_dict.__func__:
             return custom(value)
@@ -143,7 +161,7 @@ def _rebuild_value(tp: Any, value: Any) -> Any:
         try:
             return tp(value)
         except ValueError:
-            return value
+            raise TypeError(f"{value!r} is not one of {[m.value for m in tp]}") from None
     return value
 
 

@@ -45,11 +45,12 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from .execution.runjson import ArtefactError, read_artefact_json
+from .execution.runjson import UNREAD, ArtefactError, CheckedJson, read_checked_json, sha256_file
 from .records import Record, rebuild, to_jsonable
 
 HEADLINE_SCRAP = "headline"
@@ -225,21 +226,57 @@ class ResultMixin:
 
     @classmethod
     def load(cls: type[R], run_dir: str | Path) -> R:
-        """Rebuild the result from ``<run_dir>/<ARTEFACT>``, refusing a changed file by name.
+        """Rebuild the result from ``<run_dir>/<ARTEFACT>``, refusing a changed file by name."""
+        return cls.from_saved(read_checked_json(run_dir, cls.ARTEFACT, cls.SCHEMA))  # type: ignore[attr-defined]
+
+    @classmethod
+    def from_saved(cls: type[R], saved: CheckedJson) -> R:
+        """The result from its checked file; a file that does not decode is refused by name.
 
         Nested records come back typed (``records.rebuild``) unless the class has its own
         ``from_dict``.
         """
-        data, path = read_artefact_json(run_dir, cls.ARTEFACT, cls.SCHEMA)  # type: ignore[attr-defined]
         own = getattr(cls, "from_dict", None)
         try:
             if own is not None and getattr(own, "__func__", None) is not Record.from_dict.__func__:
-                return own(data)  # the result reads its own nested parts
-            return rebuild(cls, data)  # type: ignore[type-var]  # nested records back typed from annotations
-        except (TypeError, ValueError, KeyError) as exc:
-            raise ArtefactError(path, f"does not read as {cls.SCHEMA} ({exc})") from exc  # type: ignore[attr-defined]
+                return own(saved.data)  # the result reads its own nested parts
+            return rebuild(cls, saved.data)  # type: ignore[type-var]  # nested records back typed from annotations
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise ArtefactError(saved.path, f"does not read as {cls.SCHEMA} ({exc})") from exc  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class LoadedResult:
+    """A runbook's result read back typed, with the file it came from (relative path, sha256):
+    what the change record cites, so a citation names exactly the bytes that were judged."""
+
+    runbook: str
+    result: Any
+    rel: str
+    sha256: str
 
 
 def load_result(run_dir: str | Path, runbook: str) -> Any:
     """Rebuild ``runbook``'s result from what it saved in ``run_dir`` (see ``runs.load_result``)."""
     return result_class(runbook).load(run_dir)
+
+
+def read_result(
+    run_dir: str | Path,
+    runbook: str,
+    *,
+    manifest: Mapping[str, str] | None = UNREAD,
+    hashed: dict[str, str] | None = None,
+) -> LoadedResult:
+    """:func:`load_result` with the manifest (and hash memo) a reader of a whole run already holds,
+    keeping the file it read. Raises like ``load_result``."""
+    cls = result_class(runbook)
+    if getattr(cls, "from_saved", None) is None or "load" in vars(cls):
+        # a result saved as several files (runbook 01's evidence) reads itself
+        result = cls.load(run_dir)
+        path = Path(run_dir) / cls.ARTEFACT
+        memo = hashed if hashed is not None else {}
+        digest = memo.get(str(path.resolve())) or sha256_file(path)
+        return LoadedResult(cls.RUNBOOK, result, cls.ARTEFACT, digest)
+    saved = read_checked_json(run_dir, cls.ARTEFACT, cls.SCHEMA, manifest=manifest, hashed=hashed)
+    return LoadedResult(cls.RUNBOOK, cls.from_saved(saved), saved.rel, saved.sha256)

@@ -205,8 +205,14 @@ class CanaryReport(Figures, ResultMixin, Record):
         from ..artefacts import write_artefact
 
         for step in self.steps:
-            write_artefact(run_dir, f"{STEP_DIR}/{_safe_name(step.step)}.json", step)
+            write_artefact(run_dir, self.step_file(step.step), step)
         return write_artefact(run_dir, REPORT_FILE, self)
+
+    @staticmethod
+    def step_file(step: str) -> str:
+        """Where one step's own file is saved (relative to the run directory): what a citation of
+        that step names (a rerun adds ``-2``, as for every artefact)."""
+        return f"{STEP_DIR}/{_safe_name(step)}.json"
 
     # -- display ---------------------------------------------------------------------------
     def checklist(self) -> Checklist:

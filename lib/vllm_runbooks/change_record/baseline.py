@@ -80,7 +80,7 @@ def baseline_items(base: RunView | None, cite: Cite | None, opts: RecordOptions,
             else:
                 out.append(BaselineItem(key, text, False, NO_BASELINE))
         return out
-    rel = "evidence/evidence.json"
+    rel = base.result_file("evidence_capture")
     checks = {  # section → what to read from the typed Evidence (Evidence.get)
         "driver": ("nvidia", lambda ev: ev.get("nvidia", "driver_version")),
         "kernel": ("host", lambda ev: ev.get("host", "kernel")),
@@ -96,27 +96,19 @@ def baseline_items(base: RunView | None, cite: Cite | None, opts: RecordOptions,
             section, pick = checks[key]
             value, why = evidence_item(base, section)
             got = pick(value) if value else None
-            if got and rel in base.manifest:
+            if got and rel and rel in base.manifest:
                 out.append(BaselineItem(key, text, True, "", [cite("evidence_capture", rel, f"items.{section}", got)]))
             else:
                 out.append(BaselineItem(key, text, False, why or f"evidence {section} has no value for it"))
         elif key in ("inference_check", "communication_check"):
             name = "short_text" if key == "inference_check" else "multi_gpu"
             step = steps.get(name)
-            if step and step.get("status") in ("pass", "fail"):
-                ev = [
-                    cite(
-                        "canary_validation",
-                        step_file(base, name) or "canary/canary_report.json",
-                        f"step {name}",
-                        step["status"],
-                    )
-                ]
+            rel = step_file(base, name)
+            if step and step.status in ("pass", "fail") and rel:
+                ev = [cite("canary_validation", rel, f"step {name}", step.status.value)]
                 out.append(BaselineItem(key, text, True, "", ev))
             elif step:
-                out.append(
-                    BaselineItem(key, text, False, f"canary step {name} skipped in the baseline: {step.get('reason')}")
-                )
+                out.append(BaselineItem(key, text, False, f"canary step {name} skipped in the baseline: {step.reason}"))
             else:
                 out.append(BaselineItem(key, text, False, "runbook 03 (canary) did not run in the baseline"))
         elif key == "rollback":

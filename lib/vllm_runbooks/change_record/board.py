@@ -11,7 +11,7 @@ facts about NVIDIA or vLLM.
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..bounded import load_json
 from ..execution.runjson import latest_artefact
@@ -19,6 +19,10 @@ from ..redact import redact_text
 from .model import ChangeBoard, RollbackCondition, ScopeItem
 from .options import RecordOptions
 from .sources import MAX_JSON_BYTES, RunView
+
+if TYPE_CHECKING:
+    from ..fleet.plan import RolloutStage
+    from ..fleet.result import FleetResult
 
 CHANGE_TYPES = ("standard", "normal", "emergency")
 LEVELS = ("low", "medium", "high")
@@ -73,23 +77,16 @@ def actual_window(run: RunView) -> dict[str, Any]:
     }
 
 
-def _fleet(run: RunView) -> dict[str, Any]:
-    found = run.read_json("fleet/result.json")
-    return found if isinstance(found, dict) else {}
+def _plan_stages(fleet: FleetResult | None) -> list[RolloutStage]:
+    return list(fleet.plan.stages) if fleet is not None and fleet.plan is not None else []
 
 
-def _plan_nodes(fleet: dict[str, Any]) -> list[dict[str, Any]]:
-    plan = fleet.get("plan") if isinstance(fleet.get("plan"), dict) else {}
-    return [s for s in plan.get("stages") or [] if isinstance(s, dict)]
-
-
-def affected_nodes(run: RunView, fleet: dict[str, Any]) -> tuple[list[str], str]:
+def affected_nodes(run: RunView, fleet: FleetResult | None) -> tuple[list[str], str]:
     """The fleet plan's nodes (every stage), else runbook 01's host; with where they came from."""
-    stages = _plan_nodes(fleet)
-    nodes = [str(n.get("node")) for s in stages for n in s.get("nodes") or [] if isinstance(n, dict) and n.get("node")]
-    if nodes:
-        plan = fleet.get("plan") if isinstance(fleet.get("plan"), dict) else {}
-        held = [str(h.get("node")) for h in plan.get("held_back") or [] if isinstance(h, dict)]
+    stages = _plan_stages(fleet)
+    nodes = [n.node for s in stages for n in s.nodes if n.node]
+    if nodes and fleet is not None and fleet.plan is not None:
+        held = [str(h.get("node")) for h in fleet.plan.held_back if isinstance(h, dict)]
         out = f"; held back for hardware or fit, out of this change: {', '.join(held[:12])}" if held else ""
         return list(dict.fromkeys(nodes)), f"runbook 07's rollout plan ({len(stages)} stage(s)){out}"
     evidence, why = run.evidence()
@@ -110,29 +107,23 @@ def affected_endpoints(run: RunView) -> list[str]:
     return out[:MAX_LISTED]
 
 
-def implementation_plan(run: RunView, fleet: dict[str, Any]) -> tuple[list[dict], str]:
+def implementation_plan(run: RunView, fleet: FleetResult | None) -> tuple[list[dict], str]:
     """Runbook 07's waves when present, else the canary's expansion order (isolated → few → shared)."""
-    stages = _plan_nodes(fleet)
-    report = run.read_json("canary/canary_report.json")
-    canary_plan = report.get("plan") if isinstance(report, dict) and isinstance(report.get("plan"), list) else []
+    stages = _plan_stages(fleet)
     if stages:
         rows = [
             {
-                "step": str(s.get("name") or s.get("kind") or "?"),
-                "nodes": [str(n.get("node")) for n in s.get("nodes") or [] if isinstance(n, dict)][:MAX_LISTED],
-                "checks": [str(c) for c in s.get("checks") or []][:12],
+                "step": s.name or s.kind or "?",
+                "nodes": [n.node for n in s.nodes][:MAX_LISTED],
+                "checks": [str(c) for c in s.checks][:12],
             }
             for s in stages
         ]
         return rows, "runbook 07's rollout plan (canary, a few nodes, waves)"
+    report = run.result("canary_validation")
     rows = [
-        {
-            "step": str(s.get("stage") or "?"),
-            "nodes": [],
-            "checks": [str(c) for c in s.get("conditions") or []][:12],
-        }
-        for s in canary_plan
-        if isinstance(s, dict)
+        {"step": s.stage or "?", "nodes": [], "checks": [str(c) for c in s.conditions][:12]}
+        for s in (report.plan if report is not None else [])
     ]
     if rows:
         return rows, "runbook 03's expansion plan (no fleet survey in this run)"
@@ -161,14 +152,14 @@ def derived_risk(path: str | None, unverified: list[ScopeItem], words: dict) -> 
     return _level(level), why
 
 
-def derived_impact(nodes: list[str], fleet: dict[str, Any], words: dict) -> tuple[str, str]:
+def derived_impact(nodes: list[str], fleet: FleetResult | None, words: dict) -> tuple[str, str]:
     """How many nodes the change reaches (the fleet plan, else one host)."""
     limits = words["board"]["impact_nodes"]
     n = len(nodes)
     if not n:
         return "unknown", "no affected node on record (no fleet survey, no host in runbook 01's evidence)"
     level = "low" if n <= int(limits["low"]) else "medium" if n <= int(limits["medium"]) else "high"
-    surveyed = len(fleet.get("nodes") or []) if isinstance(fleet.get("nodes"), list) else 0
+    surveyed = len(fleet.nodes) if fleet is not None else 0
     of = f" of {surveyed} surveyed" if surveyed else ""
     return level, f"{n} node(s){of} affected (≤ {limits['low']} low, ≤ {limits['medium']} medium, more high)"
 
@@ -225,11 +216,8 @@ def standard_offer(run: RunView, path: str | None, profile: str) -> str:
 
 def record_profile(run: RunView) -> str:
     """The model profile runbook 02 decided for ("" when it recorded none)."""
-    saved = run.read_json("compat/decision.json")
-    report = saved.get("report") if isinstance(saved, dict) else None
-    decision = report.get("decision") if isinstance(report, dict) else None
-    value = decision.get("profile") if isinstance(decision, dict) else None
-    return str(value) if value else ""
+    result = run.result("compatibility_decision")
+    return str(result.report.decision.profile or "") if result is not None else ""
 
 
 def backout(rollback: list[RollbackCondition], run: RunView, opts: RecordOptions) -> tuple[list[str], str]:
@@ -254,7 +242,7 @@ def change_board(
     words: dict,
 ) -> ChangeBoard:
     """Every change-board field, derived from the run (or a parameter with its reason)."""
-    fleet = _fleet(run)
+    fleet = run.result("fleet_survey")
     nodes, nodes_from = affected_nodes(run, fleet)
     risk, risk_why, risk_derived = _override(opts.risk, opts.risk_reason, derived_risk(path, unverified, words), "risk")
     impact, impact_why, impact_derived = _override(

@@ -64,7 +64,9 @@ def build_record(
     base = RunView.load(baseline_dir) if baseline_dir else None
     if base is not None and base.path == run.path:
         raise RecordRefused(f"{base.path}: the baseline must be another run directory than the run itself")
-    hashed: dict[str, str] = {}  # each file hashed once for the run, its approvals and the baseline
+    hashed = run.hashed  # each file hashed once for the run, its results, its approvals and the baseline
+    if base is not None:
+        base.hashed = hashed
     verify_run(run, hashed)
     if base is not None:
         verify_run(base, hashed)
@@ -96,10 +98,12 @@ def build_record(
         run_dir=str(run.path),
         created_at=utc_now(),
         adopted_path=path,
-        reasons=[str(r) for r in (remediation.get("reasons") or [])][:12],
-        constraints={
-            k: v for k, v in (remediation.get("constraints") or {}).items() if k not in ("schema", "schema_version")
-        },
+        reasons=[str(r) for r in remediation.reasons][:12] if remediation else [],
+        constraints=(
+            {k: v for k, v in remediation.constraints.to_dict().items() if k not in ("schema", "schema_version")}
+            if remediation
+            else {}
+        ),
         runbooks=runbooks,
         missing=missing,
         verified=verified,

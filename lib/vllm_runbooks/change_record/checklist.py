@@ -18,18 +18,14 @@ from .sources import RunView
 EXPLAINED = {"working", "disabled", "prefix_too_short", "prefix_mismatch", "evicted"}
 #: Runbook 02 verdicts that are the startup failure itself ("unknown" proves nothing).
 FAILURE_VERDICTS = {"driver_too_old", "arch_unsupported"}
-LOGS_DIR = "evidence/raw/logs/"
 
 
 def verdict_citation(view: RunView, name: str, c: Cite) -> list[Citation]:
     """A citation of a runbook's verdict in ``view``, or none when no listed file holds it."""
-    entry = view.entry(name)
-    if entry is None:
-        return []
-    rel = compat_file(view) if name == "compatibility_decision" else entry.notebook
+    rel = view.result_file(name)
     if not rel or rel not in view.manifest:
         return []
-    return [c(name, rel, "verdict", entry.verdict)]
+    return [c(name, rel, "verdict", view.verdict(name))]
 
 
 def checklist_items(
@@ -48,7 +44,8 @@ def checklist_items(
 
     # 1. the startup failure no longer reproduces: before (baseline) failing, after starting
     after = run.entry("compatibility_decision")
-    after_ok = after is not None and after.status == "ok" and str(after.verdict or "").startswith("compatible")
+    after_verdict = run.verdict("compatibility_decision")
+    after_ok = after is not None and after.status == "ok" and str(after_verdict or "").startswith("compatible")
     loads = "model_load" in by
     if base is None:
         out.append(
@@ -61,9 +58,10 @@ def checklist_items(
         )
     else:
         before = base.entry("compatibility_decision")
+        before_verdict = base.verdict("compatibility_decision")
         ran = before is not None and before.status == "ok"
         labels = sorted(log_failures(base)) if ran else []
-        before_bad = ran and (before.verdict in FAILURE_VERDICTS or bool(labels))  # type: ignore[union-attr]
+        before_bad = ran and (before_verdict in FAILURE_VERDICTS or bool(labels))
         if before_bad and after_ok and loads:
             ev = verdict_citation(base, "compatibility_decision", cite_base) + verdict_citation(
                 run, "compatibility_decision", cite
@@ -78,7 +76,7 @@ def checklist_items(
                     for label, lines in sorted(log_label_lines(base).items())
                     for ln in lines[:2]
                 ][:6]
-            shown = f"{before.verdict}" + (f", failing log labels {', '.join(labels)}" if labels else "")  # type: ignore[union-attr]
+            shown = f"{before_verdict}" + (f", failing log labels {', '.join(labels)}" if labels else "")
             out.append(
                 ChecklistItem(
                     "startup_failure_gone",
@@ -93,11 +91,11 @@ def checklist_items(
             if not before_bad:
                 why.append(
                     "the baseline's runbook 02 does not show the failure "
-                    f"(verdict {before.verdict if before else 'not run'}, no failing log label; "
+                    f"(verdict {before_verdict if before else 'not run'}, no failing log label; "
                     f"it must be one of {', '.join(sorted(FAILURE_VERDICTS))} or name a failing log label)"
                 )
             if not after_ok:
-                why.append(f"runbook 02 after the change: {after.verdict if after else 'not run'}")
+                why.append(f"runbook 02 after the change: {after_verdict if after else 'not run'}")
             if not loads:
                 why.append("model load not verified after the change")
             out.append(ChecklistItem("startup_failure_gone", texts["startup_failure_gone"], False, "; ".join(why)))
@@ -119,15 +117,16 @@ def checklist_items(
 
     # 3. prefix cache explained (runbook 04's verdict)
     entry = run.entry("prefix_cache_check")
-    rel = run.first_existing("prefix_cache/check.json")
-    if entry is not None and entry.status == "ok" and entry.verdict in EXPLAINED and rel in run.manifest:
-        ev = [cite("prefix_cache_check", rel, "verdict", entry.verdict)]
+    rel = run.result_file("prefix_cache_check")
+    prefix_verdict = run.verdict("prefix_cache_check")
+    if entry is not None and entry.status == "ok" and prefix_verdict in EXPLAINED and rel in run.manifest:
+        ev = [cite("prefix_cache_check", rel, "verdict", prefix_verdict)]
         out.append(
             ChecklistItem(
                 "prefix_cache_explained",
                 texts["prefix_cache_explained"],
                 True,
-                f"runbook 04 verdict: {entry.verdict}",
+                f"runbook 04 verdict: {prefix_verdict}",
                 ev,
             )
         )
@@ -138,7 +137,7 @@ def checklist_items(
             else (
                 f"runbook 04 failed: {entry.error}"
                 if entry.status != "ok"
-                else f"runbook 04 verdict {entry.verdict!r} does not explain the hit conditions"
+                else f"runbook 04 verdict {prefix_verdict!r} does not explain the hit conditions"
             )
         )
         out.append(ChecklistItem("prefix_cache_explained", texts["prefix_cache_explained"], False, why))
@@ -160,7 +159,8 @@ def checklist_items(
     comm_errors = sorted(
         c for c in error_classes(run) if "nccl" in c.lower() or "communication" in c.lower() or c == "canary:multi_gpu"
     )
-    load_failed = load_stages(run).get("multi_node", {}).get("status") == "fail"
+    multi_node = load_stages(run).get("multi_node")
+    load_failed = multi_node is not None and multi_node.status == "fail"
     load_reason = load_stage(run, "multi_node")[1]
     if comm and not comm_errors and not load_failed:
         out.append(ChecklistItem("communication", texts["communication"], True, comm.reason, comm.evidence))
@@ -179,13 +179,30 @@ def checklist_items(
     out.append(ChecklistItem("monitoring", texts["monitoring"], ok, reason, ev))
     out.append(log_storage(run, base, cite, texts))
     ok, reason, ev = step_scope(run, steps, "access_control", cite)
-    step = steps.get("access_control") or {}
-    warning = (step.get("details") or {}).get("warning") if isinstance(step.get("details"), dict) else None
+    step = steps.get("access_control")
+    warning = step.details.get("warning") if step is not None else None
     out.append(ChecklistItem("access_control", texts["access_control"], ok, str(warning or reason), ev))
 
     # 9. GPU health unchanged by the change: runbook 01 before and after, nothing new
     out.append(gpu_health_unchanged(run, base, cite, cite_base, texts))
     return out
+
+
+def stored_logs(view: RunView) -> list[str]:
+    """The server logs runbook 01's typed evidence says it stored, relative to the run directory,
+    that the run's manifest lists."""
+    evidence, _ = view.evidence()
+    if evidence is None:
+        return []
+    out = []
+    for path in evidence.log_paths():
+        try:
+            rel = path.resolve().relative_to(view.path).as_posix()
+        except ValueError:
+            continue  # stored outside this run directory: not this run's evidence
+        if rel in view.manifest:
+            out.append(rel)
+    return sorted(set(out))
 
 
 def log_storage(run: RunView, base: RunView | None, cite: Cite, texts: dict) -> ChecklistItem:
@@ -194,8 +211,8 @@ def log_storage(run: RunView, base: RunView | None, cite: Cite, texts: dict) -> 
     The reason says what is shown: logs captured into this run's evidence, not that the
     production log store keeps them (no runbook reads that store).
     """
-    logs = sorted(rel for rel in run.manifest if rel.startswith(LOGS_DIR))
-    old = {d for rel, d in base.manifest.items() if rel.startswith(LOGS_DIR)} if base is not None else set()
+    logs = stored_logs(run)
+    old = {base.manifest[rel] for rel in stored_logs(base)} if base is not None else set()
     fresh = [rel for rel in logs if run.manifest[rel] not in old]
     if fresh:
         ev = [cite("evidence_capture", rel, "server log stored (redacted)") for rel in fresh[:5]]

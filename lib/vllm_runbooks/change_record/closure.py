@@ -193,7 +193,8 @@ def review_draft(run_dir: Path, record: dict[str, Any], closure: Closure, checks
     ]
     for raw in view.data.get("runbooks") or []:
         if isinstance(raw, dict):
-            verdict = (raw.get("headline") or {}).get("verdict") if isinstance(raw.get("headline"), dict) else None
+            name = raw.get("name")
+            verdict = view.verdict(name) if isinstance(name, str) and raw.get("status") == "ok" else None
             cells = [raw.get("name"), raw.get("started_at"), raw.get("ended_at"), raw.get("status"), verdict]
             lines.append("| " + " | ".join(md_text(c) for c in cells) + " |")
     lines += ["", "## Who approved", "", "| approver | decision | role | at | status now |", "|---|---|---|---|---|"]
@@ -205,8 +206,9 @@ def review_draft(run_dir: Path, record: dict[str, Any], closure: Closure, checks
     if history is None:
         lines += ["_Runbook 08 did not run in this run: run it over the watch window to see the trend._", ""]
     else:
-        figures = ", ".join(f"{k}: {v}" for k, v in list(history.figures.items())[:12])
-        lines += [f"Verdict {md_text(history.verdict)}; {md_text(figures or 'no figures')}", ""]
+        figures = ", ".join(f"{k}: {v}" for k, v in list(view.key_figures("validation_history").items())[:12])
+        verdict = view.verdict("validation_history") or view.unread("validation_history")
+        lines += [f"Verdict {md_text(verdict)}; {md_text(figures or 'no figures')}", ""]
     open_items = [c for c in record.get("checklist") or [] if isinstance(c, dict) and not c.get("ticked")]
     lines += ["## Still open when the record was written", ""]
     lines += [f"- {md_text(c.get('text'))}: {md_text(c.get('reason'))}" for c in open_items] or ["- nothing"]

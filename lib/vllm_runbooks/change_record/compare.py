@@ -12,10 +12,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .model import Change
 from .sources import RunView
+
+if TYPE_CHECKING:
+    from ..canary.model import StepResult
+    from ..logs.diagnosis import LogDiagnosis
 
 #: Verdicts that mean "this works"; a move away from one of them is a regression.
 GOOD_VERDICTS = {
@@ -60,36 +64,32 @@ def compare_dirs(before: str | Path, after: str | Path, thresholds: Thresholds |
 def environment(view: RunView) -> dict[str, Any]:
     """Driver, image digest and vLLM version of a run, from runbook 01's evidence and 03's canary."""
     env: dict[str, Any] = {"driver": None, "image_digest": None, "vllm": None}
-    figures = view.entry("evidence_capture").figures if view.entry("evidence_capture") else {}
+    figures = view.key_figures("evidence_capture")  # from the typed Evidence's own headline
     env["driver"] = figures.get("driver")
     env["vllm"] = figures.get("vllm")
-    evidence, _ = view.evidence()  # the typed Evidence, through runs.load_result
+    evidence, _ = view.evidence()
     if evidence is not None:
         env["image_digest"] = evidence.get("image", "digest")
         env["driver"] = env["driver"] or evidence.get("nvidia", "driver_version")
-    step = canary_steps(view).get("model_load") or {}
-    served = (step.get("details") or {}).get("version") if isinstance(step.get("details"), dict) else None
-    if not served and isinstance(step.get("evidence"), str) and '"version": "' in step["evidence"]:
-        served = step["evidence"].split('"version": "', 1)[1].split('"', 1)[0]
+    step = canary_steps(view).get("model_load")
+    served = step.details.get("version") if step is not None else None
+    if not served and step is not None and '"version": "' in step.evidence:
+        served = step.evidence.split('"version": "', 1)[1].split('"', 1)[0]
     if served:
         env["vllm_served"] = served
     return env
 
 
-def canary_steps(view: RunView) -> dict[str, dict[str, Any]]:
-    """Runbook 03's steps by name, from its saved report ({} when it did not run)."""
-    report = view.read_json("canary/canary_report.json")
-    steps = report.get("steps") if isinstance(report, dict) else None
-    return {s["step"]: s for s in steps or [] if isinstance(s, dict) and isinstance(s.get("step"), str)}
+def canary_steps(view: RunView) -> dict[str, StepResult]:
+    """Runbook 03's typed steps by name, from its report ({} when it left none)."""
+    report = view.result("canary_validation")
+    return {s.step: s for s in report.steps} if report is not None else {}
 
 
-def _diagnoses(view: RunView) -> list[dict[str, Any]]:
-    """Runbook 02's per-log diagnoses (its newest decision file, else its scraps)."""
-    saved = view.read_json("compat/decision.json")
-    diagnosis = saved.get("logs") if isinstance(saved, dict) and isinstance(saved.get("logs"), dict) else None
-    diagnosis = diagnosis or view.scraps("compatibility_decision").get("log_diagnosis")
-    items = diagnosis.get("items") if isinstance(diagnosis, dict) else None
-    return [i for i in items or [] if isinstance(i, dict)]
+def _diagnoses(view: RunView) -> list[LogDiagnosis]:
+    """Runbook 02's per-log diagnoses, from its typed result ([] when it left none)."""
+    result = view.result("compatibility_decision")
+    return list(result.logs.items) if result is not None else []
 
 
 def log_label_lines(view: RunView) -> dict[str, list[dict[str, Any]]]:
@@ -97,14 +97,13 @@ def log_label_lines(view: RunView) -> dict[str, list[dict[str, Any]]]:
     findings of a signature, and the lines a learned label was scored from (role ``scored``)."""
     found: dict[str, list[dict[str, Any]]] = {}
     for item in _diagnoses(view):
-        for finding in item.get("findings") or []:
-            if isinstance(finding, dict) and finding.get("severity") in ERROR_SEVERITIES and finding.get("label"):
-                line = {"line": finding.get("line"), "text": finding.get("text"), "how": "signature"}
-                found.setdefault(str(finding["label"]), []).append(line)
-        scorer = item.get("scorer") if isinstance(item.get("scorer"), dict) else {}
-        if scorer.get("names_cause") and item.get("label"):
-            lines = [e for e in item.get("evidence") or [] if isinstance(e, dict) and e.get("role") == "scored"]
-            found.setdefault(str(item["label"]), []).extend(
+        for finding in item.findings:
+            if finding.severity in ERROR_SEVERITIES and finding.label:
+                line = {"line": finding.line, "text": finding.text, "how": "signature"}
+                found.setdefault(finding.label, []).append(line)
+        if item.scorer.get("names_cause") and item.label:
+            lines = [e for e in item.evidence if isinstance(e, dict) and e.get("role") == "scored"]
+            found.setdefault(item.label, []).extend(
                 {"line": e.get("line"), "text": e.get("text"), "how": "learned scorer (likely)"} for e in lines
             )
     return found
@@ -121,26 +120,25 @@ def error_classes(view: RunView) -> set[str]:
     runbook 05's request error classes."""
     found = log_failures(view)
     for name, step in canary_steps(view).items():
-        if step.get("status") == "fail":
+        if step.status == "fail":
             found.add(f"canary:{name}")
-    load = view.entry("load_check")
-    classes = load.figures.get("error_classes") if load else None
-    if isinstance(classes, dict):
-        found.update(f"load:{k}" for k, v in classes.items() if v)
+    load = view.result("load_check")
+    if load is not None:
+        found.update(f"load:{k}" for k, v in load.error_classes().items() if v)
     return found
 
 
 def latencies(view: RunView) -> dict[str, float]:
     """p95 (or median where only that exists) TTFT / ITL figures in seconds, by source."""
     out: dict[str, float] = {}
-    for name, entry in view.entries.items():
-        for key, value in entry.figures.items():
+    for name in view.entries:
+        for key, value in view.key_figures(name).items():
             low = key.lower()
             measured = "slo" not in low and "limit" not in low  # a threshold echoed in the figures is not a latency
             if measured and ("ttft" in low or "itl" in low or "inter_token" in low) and _number(value) is not None:
                 out[f"{name}.{key}"] = float(value)
     for name, step in canary_steps(view).items():
-        for key, value in (step.get("timings") or {}).items():
+        for key, value in step.timings.items():
             if "ttft" in key and _number(value) is not None:
                 out[f"canary_validation.{name}.{key}"] = float(value)
     return out
@@ -148,8 +146,8 @@ def latencies(view: RunView) -> dict[str, float]:
 
 def tool_accuracy(view: RunView) -> float | None:
     """Runbook 03's tool-call schema accuracy (valid calls / calls checked), None when not measured."""
-    step = canary_steps(view).get("tool_calling") or {}
-    acc = (step.get("details") or {}).get("accuracy") if isinstance(step.get("details"), dict) else None
+    step = canary_steps(view).get("tool_calling")
+    acc = step.details.get("accuracy") if step is not None else None
     if isinstance(acc, dict):
         if _number(acc.get("schema_accuracy")) is not None:
             return float(acc["schema_accuracy"])
@@ -180,10 +178,11 @@ def _verdicts(before: RunView, after: RunView) -> list[Change]:
         b, a = before.entries[name], after.entries[name]
         if b.status != a.status:
             out.append(Change("status", name, "status", b.status, a.status, a.status != "ok"))
-        if b.verdict != a.verdict:
-            worse = b.verdict in GOOD_VERDICTS and a.verdict not in GOOD_VERDICTS
-            note = "got worse" if worse else ("fixed" if a.verdict in GOOD_VERDICTS else "changed")
-            out.append(Change("verdict", name, "verdict", b.verdict, a.verdict, worse, note))
+        bv, av = before.verdict(name), after.verdict(name)
+        if bv != av:
+            worse = bv in GOOD_VERDICTS and av not in GOOD_VERDICTS
+            note = "got worse" if worse else ("fixed" if av in GOOD_VERDICTS else "changed")
+            out.append(Change("verdict", name, "verdict", bv, av, worse, note))
     return out
 
 

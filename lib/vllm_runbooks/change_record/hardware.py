@@ -17,8 +17,6 @@ from .cite import Cite
 from .model import NO_BASELINE, ChecklistItem
 from .sources import RunView
 
-EVIDENCE_FILE = "evidence/evidence.json"
-
 
 def xid_history(ev: Any) -> str | None:
     """The baseline's Xid / SXid events as one line (codes, GPUs, counts), or that there were none."""
@@ -91,13 +89,15 @@ def gpu_health_unchanged(
     name, text = "gpu_health_unchanged", texts["gpu_health_unchanged"]
     if base is None or cite_base is None:
         return ChecklistItem(name, text, False, f"{NO_BASELINE}: GPU health before the change is not on record")
-    sides = []
+    sides, files = [], []
     for label, view in (("the baseline", base), ("this run", run)):
         ev, why = view.evidence()
         if ev is None:
             return ChecklistItem(name, text, False, f"{label}: {why}")
-        if EVIDENCE_FILE not in view.manifest:
-            return ChecklistItem(name, text, False, f"{label}: {EVIDENCE_FILE} is not in its run.json manifest")
+        rel = view.result_file("evidence_capture")
+        if rel is None or rel not in view.manifest:
+            return ChecklistItem(name, text, False, f"{label}: runbook 01's evidence is not in its run.json manifest")
+        files.append(rel)
         got = reading(ev.items)
         if not got["gpus"]:
             why = "; ".join(got["reasons"]) or "no GPU listed"
@@ -122,10 +122,8 @@ def gpu_health_unchanged(
     if not diff["comparable"]:
         return ChecklistItem(name, text, False, f"not compared in full: {'; '.join(diff['unread'])}")
     evidence = [
-        cite_base(
-            "evidence_capture", EVIDENCE_FILE, "items.gpu_health, items.kernel_log", f"{len(before['gpus'])} GPU(s)"
-        ),
-        cite("evidence_capture", EVIDENCE_FILE, "items.gpu_health, items.kernel_log", f"{len(after['gpus'])} GPU(s)"),
+        cite_base("evidence_capture", files[0], "items.gpu_health, items.kernel_log", f"{len(before['gpus'])} GPU(s)"),
+        cite("evidence_capture", files[1], "items.gpu_health, items.kernel_log", f"{len(after['gpus'])} GPU(s)"),
     ]
     same = (
         f"the same {len(after['gpus'])} GPU(s) by UUID"

@@ -7,27 +7,32 @@ answering them in one place keeps the record's sections agreeing with each other
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .cite import Cite, short
 from .model import Citation
 from .sources import RunView
 
+if TYPE_CHECKING:
+    from ..canary.model import StepResult
+    from ..load.result import StageOutcome
+
 LOAD_CHECK = "load_check"
-LOAD_FILE = "load/load_check.json"
 
 
 def canary_file(run: RunView) -> str | None:
-    """The newest listed canary report, the fallback citation for any canary step."""
-    return run.artefact("canary/canary_report.json")  # the newest attempt, as load_result reads it
+    """The canary report runbook 03's result was read from, the fallback citation for any step."""
+    return run.result_file("canary_validation")
 
 
 def step_file(run: RunView, step: str) -> str | None:
     """The file that proves one canary step: its own step file, else the whole canary report."""
-    return run.artefact(f"canary/steps/{step}.json") or canary_file(run)
+    report = run.result("canary_validation")
+    own = run.artefact(report.step_file(step)) if report is not None else None
+    return own or canary_file(run)
 
 
-def step_scope(run: RunView, steps: dict, name: str, cite: Cite) -> tuple[bool, str, list[Citation]]:
+def step_scope(run: RunView, steps: dict[str, StepResult], name: str, cite: Cite) -> tuple[bool, str, list[Citation]]:
     """(verified, reason, citations) of one canary step."""
     entry = run.entry("canary_validation")
     if entry is None:
@@ -35,13 +40,13 @@ def step_scope(run: RunView, steps: dict, name: str, cite: Cite) -> tuple[bool, 
     if not steps:
         return (
             False,
-            f"runbook 03 left no canary report (status {entry.status}: {entry.error or 'no error recorded'})",
+            f"runbook 03 left no canary report ({run.unread('canary_validation') or 'it recorded no step'})",
             [],
         )
     step = steps.get(name)
     if step is None:
         return False, f"canary step {name!r} did not run (not in the canary report)", []
-    status, reason = step.get("status"), str(step.get("reason") or "")
+    status, reason = step.status, step.reason
     rel = step_file(run, name)
     if status == "pass" and rel:
         return True, reason, [cite("canary_validation", rel, f"step {name}: pass", short(reason, 100))]
@@ -50,19 +55,10 @@ def step_scope(run: RunView, steps: dict, name: str, cite: Cite) -> tuple[bool, 
     return False, f"canary step {name} {status}: {reason}", []
 
 
-def load_stages(run: RunView) -> dict[str, dict[str, Any]]:
-    """Runbook 05's stages by name (load/load_check.json; else the headline's status map)."""
-    data = run.read_json(LOAD_FILE)  # newest listed attempt
-    stages = data.get("stages") if isinstance(data, dict) else None
-    if isinstance(stages, list):
-        return {s["stage"]: s for s in stages if isinstance(s, dict) and isinstance(s.get("stage"), str)}
-    entry = run.entry(LOAD_CHECK)
-    status = entry.figures.get("stages") if entry else None
-    return (
-        {k: {"stage": k, "status": v, "reason": ""} for k, v in (status or {}).items()}
-        if isinstance(status, dict)
-        else {}
-    )
+def load_stages(run: RunView) -> dict[str, StageOutcome]:
+    """Runbook 05's typed stages by name ({} when it left no result)."""
+    result = run.result(LOAD_CHECK)
+    return {s.stage: s for s in result.stages} if result is not None else {}
 
 
 def load_stage(run: RunView, stage: str) -> tuple[bool | None, str]:
@@ -72,10 +68,12 @@ def load_stage(run: RunView, stage: str) -> tuple[bool | None, str]:
         return None, "runbook 05 (load check) did not run"
     if entry.status != "ok":
         return None, f"runbook 05 (load check) failed: {entry.error or 'no error recorded'}"
+    if run.result(LOAD_CHECK) is None:
+        return None, f"runbook 05 left no result: {run.unread(LOAD_CHECK)}"
     found = load_stages(run).get(stage)
     if found is None:
         return None, f"runbook 05 recorded no {stage!r} stage"
-    status, reason = found.get("status"), str(found.get("reason") or "")
+    status, reason = found.status.value, found.reason
     return status == "pass", f"runbook 05 stage {stage}: {status}" + (f" ({reason})" if reason else "")
 
 
@@ -84,8 +82,7 @@ def load_restarts(run: RunView) -> tuple[bool | None, str]:
     ok, reason = load_stage(run, "health")
     if ok is None:
         return None, reason
-    details = load_stages(run).get("health", {}).get("details")
-    restarts = details.get("restarts") if isinstance(details, dict) else None
+    restarts = load_stages(run)["health"].details.get("restarts")
     if not restarts or not isinstance(restarts, list):
         return None, "runbook 05 ran without restarts (give restart_count with restart_command or restart_target)"
     not_proven = [r for r in restarts if isinstance(r, dict) and r.get("status") == "not_proven"]
@@ -105,11 +102,6 @@ def load_restarts(run: RunView) -> tuple[bool | None, str]:
 
 
 def cite_load(run: RunView, cite: Cite, what: str, value: Any) -> list[Citation]:
-    """A citation of runbook 05's result (its JSON, else its notebook); none when neither is listed."""
-    rel = run.artefact(LOAD_FILE)
-    if rel:
-        return [cite(LOAD_CHECK, rel, what, value)]
-    entry = run.entry(LOAD_CHECK)
-    if entry and entry.notebook and entry.notebook in run.manifest:
-        return [cite(LOAD_CHECK, entry.notebook, what, value)]
-    return []
+    """A citation of the file runbook 05's result was read from; none when it left no result."""
+    rel = run.result_file(LOAD_CHECK)
+    return [cite(LOAD_CHECK, rel, what, value)] if rel else []

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .compare import environment
 from .model import NO_BASELINE, BaselineItem, ChecklistItem, RollbackCondition
 from .options import RecordOptions
-from .readings import LOAD_CHECK, LOAD_FILE
+from .readings import LOAD_CHECK
 from .sources import RunView
 
 
@@ -57,8 +57,8 @@ def rollback_conditions(
                 "runbook 01 image digests",
             )
         )
-    config = (run.read_json("canary/canary_report.json") or {}).get("config") or {}
-    threshold = config.get("tool_accuracy_threshold")
+    canary = run.result("canary_validation")
+    threshold = canary.config.get("tool_accuracy_threshold") if canary is not None else None
     if threshold is not None:
         out.append(
             RollbackCondition(
@@ -69,10 +69,9 @@ def rollback_conditions(
         )
     load = run.entry(LOAD_CHECK)
     if load is not None:
-        saved = run.read_json(LOAD_FILE)
-        config = saved.get("config") if isinstance(saved, dict) else None
-        p = {**(config if isinstance(config, dict) else {}), **load.parameters}  # the limits 05 used
-        conc = load.figures.get("knee_concurrency") or p.get("max_concurrency")
+        result = run.result(LOAD_CHECK)
+        p = {**(result.config if result is not None else {}), **load.parameters}  # the limits 05 used
+        conc = (result.knee_concurrency if result is not None else None) or p.get("max_concurrency")
         at = f" at concurrency {conc}" if conc else ""
         limits = {
             "slo_ttft_ms": f"p95 TTFT above {p.get('slo_ttft_ms')} ms{at}",
@@ -94,17 +93,16 @@ def rollback_conditions(
                 "missing runbook 05",
             )
         )
-    comm = steps.get("multi_gpu") or {}
+    comm = steps.get("multi_gpu")
     out.append(
         RollbackCondition(
             "driver",
             f"any NCCL / communication error class in the first {hours} hours "
-            f"(canary multi-GPU step: {comm.get('status', 'not run')})",
+            f"(canary multi-GPU step: {comm.status.value if comm is not None else 'not run'})",
             "runbook 02 log classes; parameter watch_hours",
         )
     )
-    prefix = run.entry("prefix_cache_check")
-    if prefix and prefix.verdict == "working":
+    if run.verdict("prefix_cache_check") == "working":
         out.append(
             RollbackCondition(
                 "image",

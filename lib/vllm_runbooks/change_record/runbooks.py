@@ -6,22 +6,23 @@ suite's plan, or "not run"), never silently assumed; the rest of the record reli
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .model import RunbookLine
 from .readings import LOAD_CHECK
 from .sources import RunView
 
+if TYPE_CHECKING:
+    from ..execution.suite import SuiteEntry
+
 #: The procedure's runbooks before the record, in order (07, the fleet survey, is optional).
 PROCEDURE = ("evidence_capture", "compatibility_decision", "canary_validation", "prefix_cache_check", "load_check")
-SUITE_FILE = "suite/suite.json"
 
 
-def suite_plan(run: RunView) -> dict[str, dict[str, Any]]:
+def suite_plan(run: RunView) -> dict[str, SuiteEntry]:
     """The suite's plan by runbook name, so a skipped runbook is missing with the suite's reason."""
-    data = run.read_json(SUITE_FILE)
-    entries = data.get("runbooks") if isinstance(data, dict) else None
-    return {e["name"]: e for e in entries or [] if isinstance(e, dict) and isinstance(e.get("name"), str)}
+    suite = run.suite()
+    return {e.name: e for e in suite.runbooks} if suite is not None else {}
 
 
 def runbook_lines(run: RunView) -> tuple[list[RunbookLine], list[str]]:
@@ -35,18 +36,20 @@ def runbook_lines(run: RunView) -> tuple[list[RunbookLine], list[str]]:
         if entry is not None:
             reason = entry.error if entry.status != "ok" else None
             lines.append(
-                RunbookLine(name, entry.status, entry.verdict, reason, entry.notebook, entry.html, entry.report_html)
+                RunbookLine(
+                    name, entry.status, run.verdict(name), reason, entry.notebook, entry.html, entry.report_html
+                )
             )
             if entry.status != "ok":
                 missing.append(f"{name}: failed — {entry.error or 'no error recorded'}")
             continue
-        planned = plan.get(name) or {}
+        planned = plan.get(name)
         if name in run.unproven:
             reason = run.unproven[name]
-        elif name == LOAD_CHECK and not planned and name not in run.entries:
+        elif name == LOAD_CHECK and planned is None and name not in run.entries:
             reason = "runbook 05 (load check) is not part of this run"
         else:
-            reason = planned.get("reason") or "not run in this run directory"
-        lines.append(RunbookLine(name, str(planned.get("status") or "not run"), None, reason))
+            reason = (planned.reason if planned is not None else "") or "not run in this run directory"
+        lines.append(RunbookLine(name, (planned.status if planned is not None else "") or "not run", None, reason))
         missing.append(f"{name}: {reason}")
     return lines, missing

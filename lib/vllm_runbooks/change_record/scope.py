@@ -43,11 +43,10 @@ def scope_items(
     # Only runbook 05's own field says so: a passed ramp may have stopped below the target
     # (SLO, saturation) or been cut by the global caps.
     conc, reason = load_stage(run, "ramp")
-    load = run.entry(LOAD_CHECK)
-    figures = load.figures if load is not None and isinstance(load.figures, dict) else {}
-    if conc is not None:
-        conc = figures.get("target_concurrency_verified") is True
-        why = str(figures.get("target_concurrency_reason") or "")
+    load = run.result(LOAD_CHECK)
+    if conc is not None and load is not None:
+        conc = load.target_concurrency_verified is True
+        why = load.target_concurrency_reason
         if not conc:
             reason = "runbook 05 did not verify the target concurrency: " + (
                 why or "its result records no target_concurrency_verified (rerun runbook 05)"

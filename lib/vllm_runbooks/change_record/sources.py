@@ -3,7 +3,10 @@
 Why its own reader: the record must cite *files* (relative to the run directory, so the record
 still opens when the runs folder is copied elsewhere) and must read every input defensively — a
 runbook that did not run, failed, or wrote an older shape is a reason in the record, never a
-crash. Only bounded reads: an artefact larger than ``MAX_JSON_BYTES`` is not parsed.
+crash. Each runbook's result is read back typed, once, through ``runs.load_results`` (the stage
+contract), with the file and sha256 it came from; nothing here reads a result's JSON by hand,
+a notebook's scraps, or run.json's copy of a headline. Only bounded reads: an artefact larger
+than ``MAX_JSON_BYTES`` is not parsed.
 """
 
 from __future__ import annotations
@@ -12,28 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..bounded import load_json
-from ..execution.runjson import ARTEFACT_JSON_MAX_BYTES, RUN_JSON, ArtefactError, newest_listed, read_run_json
-from ..execution.scraps import read_scraps
+from ..execution.runjson import (
+    ARTEFACT_JSON_MAX_BYTES,
+    RUN_JSON,
+    ArtefactError,
+    newest_listed,
+    read_checked_json,
+    read_run_json,
+)
+from ..execution.runs import RunResults
 
 #: The bound of every artefact the record parses: the same as ``runs.load_result``'s, so a file one
 #: reader accepts is never ignored by the other.
 MAX_JSON_BYTES = ARTEFACT_JSON_MAX_BYTES
-
-
-#: The schema each result file the record reads must carry: a file of another kind under a
-#: result's name proves nothing. The runbooks' result classes declare the same pairs (ARTEFACT,
-#: SCHEMA); importing them all here would pull jsonschema into every record build, so the table
-#: is written out and a test holds it equal to the registry.
-RESULT_SCHEMAS = {
-    "evidence/evidence.json": "evidence",
-    "compat/decision.json": "compat_result",
-    "canary/canary_report.json": "canary_report",
-    "prefix_cache/check.json": "prefix_cache_result",
-    "load/load_check.json": "load_check_result",
-    "fleet/result.json": "fleet_survey",
-    "suite/suite.json": "suite_result",
-}
 
 
 class RecordRefused(Exception):
@@ -47,20 +41,10 @@ class RunbookEntry:
     name: str
     status: str
     error: str | None = None
-    headline: dict[str, Any] = field(default_factory=dict)
     notebook: str | None = None  # relative to the run directory
     html: str | None = None
     report_html: str | None = None
     parameters: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def verdict(self) -> str | None:
-        return self.headline.get("verdict")
-
-    @property
-    def figures(self) -> dict[str, Any]:
-        figures = self.headline.get("figures")
-        return figures if isinstance(figures, dict) else {}
 
 
 class RunView:
@@ -95,8 +79,9 @@ class RunView:
         for attached in data.get("attached") or []:
             if isinstance(attached, dict) and isinstance(attached.get("outputs"), list):
                 self.outputs = (self.outputs or set()) | {str(o) for o in attached["outputs"]}
-        self._scraps: dict[str, dict[str, Any]] = {}
-        self._evidence: tuple[Any, str] | None = None
+        #: resolved path → sha256, shared with the verification of the same build (each file hashed once)
+        self.hashed: dict[str, str] = {}
+        self._results: RunResults | None = None
 
     @classmethod
     def load(cls, run_dir: str | Path, *, allow_empty: bool = False) -> RunView:
@@ -131,13 +116,11 @@ class RunView:
         if notebook:
             candidate = Path(notebook).with_suffix(".report.html")
             report = str(candidate) if (self.path / candidate).is_file() else None
-        headline = raw.get("headline")
         params = raw.get("parameters")
         return RunbookEntry(
             name=raw["name"],
             status=str(raw.get("status") or "unknown"),
             error=raw.get("error") if isinstance(raw.get("error"), str) else None,
-            headline=headline if isinstance(headline, dict) else {},
             notebook=notebook,
             html=self._rel(raw.get("html")),
             report_html=report,
@@ -183,53 +166,65 @@ class RunView:
             return None  # listed by no recorded runbook: never cited
         return name
 
-    def read_json(self, rel: str) -> Any:
-        """The newest attempt of a JSON artefact (see :meth:`artefact`), or None when absent or unreadable."""
-        found = self.artefact(rel)
-        if found is None:
+    def citable(self) -> dict[str, str] | None:
+        """The manifest entries a recorded runbook wrote (None: no run.json, every file counts)."""
+        if not (self.path / RUN_JSON).exists():
             return None
-        try:
-            data = load_json(self.path / found, MAX_JSON_BYTES)[0]  # bounded in size and depth
-        except (OSError, ValueError):
-            return None
-        expected = RESULT_SCHEMAS.get(rel)
-        if expected is not None and (not isinstance(data, dict) or data.get("schema") != expected):
-            return None  # a file of another kind under a result's name proves nothing
-        return data
+        return {k: v for k, v in self.manifest.items() if self.outputs is None or k in self.outputs}
+
+    def results(self) -> RunResults:
+        """Every proven runbook's result, read back typed once (``runs.load_results``) against the
+        manifest this view read, each with the file and sha256 it was read from."""
+        if self._results is None:
+            from ..execution.runs import load_results
+
+            self._results = load_results(self.path, list(self.entries), manifest=self.citable(), hashed=self.hashed)
+        return self._results
+
+    def result(self, runbook: str) -> Any:
+        """``runbook``'s typed result, or None (then :meth:`unread` says why)."""
+        return self.results().results.get(runbook)
+
+    def result_file(self, runbook: str) -> str | None:
+        """The file (relative to the run directory) ``runbook``'s result was read from: what a citation names."""
+        found = self.results().read_from.get(runbook)
+        return found["rel"] if found else None
+
+    def unread(self, runbook: str) -> str:
+        """Why ``runbook`` has no typed result here ("" when it has one)."""
+        if self.result(runbook) is not None:
+            return ""
+        entry = self.entries.get(runbook)
+        if entry is None:
+            return self.unproven.get(runbook) or f"{runbook} did not run"
+        why = self.results().refused.get(runbook)
+        if why:
+            return why
+        return f"{runbook} {entry.status}: {entry.error or 'no result read back'}"
+
+    def verdict(self, runbook: str) -> str | None:
+        """The verdict ``runbook``'s own result gives (never run.json's copy of it)."""
+        result = self.result(runbook)
+        return result.headline().verdict if result is not None else None
+
+    def key_figures(self, runbook: str) -> dict[str, Any]:
+        """The key figures ``runbook``'s own result gives ({} when it has none)."""
+        result = self.result(runbook)
+        return dict(result.headline().figures) if result is not None else {}
 
     def evidence(self) -> tuple[Any, str]:
-        """Runbook 01's typed ``Evidence`` (through ``runs.load_result``) and, when None, why not."""
-        if self._evidence is None:
-            from ..execution.runs import load_result
+        """Runbook 01's typed ``Evidence`` and, when None, why not."""
+        return self.result("evidence_capture"), self.unread("evidence_capture")
 
-            try:
-                self._evidence = (load_result(self.path, "evidence_capture"), "")
-            except FileNotFoundError:
-                self._evidence = (None, "runbook 01 left no evidence/evidence.json")
-            except (TypeError, ValueError, AttributeError, KeyError) as exc:
-                # ArtefactError included; a changed file is refused earlier by verify_run
-                self._evidence = (None, f"runbook 01's evidence does not read ({exc})")
-        return self._evidence
+    def suite(self) -> Any:
+        """The suite's plan (``SuiteResult``) when the suite ran this run, else None."""
+        from ..execution.suite import SUITE_FILE, SuiteResult
+        from ..records import rebuild
 
-    def scraps(self, name: str) -> dict[str, Any]:
-        """The scraps glued into runbook ``name``'s executed notebook ({} when unreadable)."""
-        if name not in self._scraps:
-            entry = self.entries.get(name)
-            found: dict[str, Any] = {}
-            if entry and entry.notebook and self.exists(entry.notebook):
-                path = self.path / entry.notebook
-                try:
-                    if path.stat().st_size <= MAX_JSON_BYTES:
-                        found = read_scraps(path)
-                except (OSError, UnicodeDecodeError, ValueError):
-                    found = {}
-            self._scraps[name] = found
-        return self._scraps[name]
-
-    def first_existing(self, *candidates: str) -> str | None:
-        """The newest listed attempt of the first of several artefact names present."""
-        for rel in candidates:
-            found = self.artefact(rel)
-            if found:
-                return found
-        return None
+        try:
+            saved = read_checked_json(
+                self.path, SUITE_FILE, SuiteResult.SCHEMA, manifest=self.citable(), hashed=self.hashed
+            )
+            return rebuild(SuiteResult, saved.data)
+        except (OSError, ValueError, TypeError, KeyError):
+            return None

@@ -654,21 +654,47 @@ def newest_listed(run_dir: str | Path, relpath: str, manifest: Mapping[str, str]
     return max(found)[1] if found else None
 
 
-def read_artefact_json(run_dir: str | Path, relpath: str, schema: str | None = None) -> tuple[dict[str, Any], Path]:
-    """Read a saved JSON artefact after checking it against the run's manifest.
+@dataclass(frozen=True)
+class CheckedJson:
+    """A JSON artefact read after its manifest check, with what a citation names: the path relative
+    to the run directory and the sha256 of the bytes that were read."""
 
-    Raises ``FileNotFoundError`` when absent and :class:`ArtefactError` (naming the file) when it
-    changed, is not JSON, or holds another kind of record.
+    data: dict[str, Any]
+    path: Path
+    rel: str
+    sha256: str
+
+
+#: ``manifest`` not given: read run.json for it (a caller that read it already passes its copy).
+UNREAD: Any = object()
+
+
+def read_checked_json(
+    run_dir: str | Path,
+    relpath: str,
+    schema: str | None = None,
+    *,
+    manifest: Mapping[str, str] | None = UNREAD,
+    hashed: dict[str, str] | None = None,
+) -> CheckedJson:
+    """The newest listed attempt of a JSON artefact, checked against the run's manifest, then read.
+
+    ``manifest`` is the run's (None: the folder has no run.json, every attempt counts); a reader
+    of many files passes the one it read, with one ``hashed`` memo, so run.json is parsed and each
+    file hashed once. Raises ``FileNotFoundError`` when absent and :class:`ArtefactError` (naming
+    the file) when it changed, is not JSON, or holds another kind of record.
     """
-    manifest = run_manifest(run_dir)  # run.json read once: the newest attempt, then its hash
-    path = newest_listed(run_dir, relpath, manifest)
+    listed = run_manifest(run_dir) if manifest is UNREAD else manifest
+    path = newest_listed(run_dir, relpath, listed)
     if path is None:
         raise FileNotFoundError(f"no {relpath} in {run_dir}")
-    if manifest is not None:
-        rel = path.resolve().relative_to(Path(run_dir).resolve()).as_posix()
-        for bad in check_files(run_dir, manifest, names=[rel]):
-            if bad.status != OK:
-                raise ArtefactError(path, bad.why)
+    rel = path.resolve().relative_to(Path(run_dir).resolve()).as_posix()
+    memo = hashed if hashed is not None else {}
+    if listed is not None:
+        (check,) = check_files(run_dir, listed, names=[rel], hashed=memo)
+        if check.status != OK:
+            raise ArtefactError(path, check.why)
+    digest = memo.get(str(path.resolve())) or sha256_file(path)
     try:
         data = load_json(path, ARTEFACT_JSON_MAX_BYTES)[0]
     except (OSError, ValueError) as exc:
@@ -677,4 +703,10 @@ def read_artefact_json(run_dir: str | Path, relpath: str, schema: str | None = N
         raise ArtefactError(path, f"holds {type(data).__name__}, not a record")
     if schema is not None and data.get("schema") != schema:
         raise ArtefactError(path, f"schema is {data.get('schema')!r}, expected {schema!r}")
-    return data, path
+    return CheckedJson(data, path, rel, digest)
+
+
+def read_artefact_json(run_dir: str | Path, relpath: str, schema: str | None = None) -> tuple[dict[str, Any], Path]:
+    """:func:`read_checked_json` for a caller that wants only the content and the file."""
+    found = read_checked_json(run_dir, relpath, schema)
+    return found.data, found.path

@@ -14,7 +14,17 @@ from typing import Any
 
 from ..records import Record
 from ..resources import default_runs_dir
-from .runjson import APPROVALS_DIR, RUN_JSON, UNLISTED, check_run, read_run_json, running_state, signature_status
+from .runjson import (
+    APPROVALS_DIR,
+    RUN_JSON,
+    UNLISTED,
+    UNREAD,
+    check_run,
+    read_run_json,
+    run_manifest,
+    running_state,
+    signature_status,
+)
 
 
 @dataclasses.dataclass
@@ -191,13 +201,15 @@ def load_result(run_dir: str | Path, runbook: str) -> Any:
 
 @dataclasses.dataclass
 class RunResults(Record):
-    """Every runbook result a run saved, read back typed, or the reason it could not be."""
+    """Every runbook result a run saved, read back typed once, with the file each was read from
+    (``read_from``: relative path and sha256, what a citation names), or the reason it was not."""
 
     SCHEMA = "run_results"
 
     run_dir: str
     results: dict[str, Any] = dataclasses.field(default_factory=dict)  # runbook → stage result
     refused: dict[str, str] = dataclasses.field(default_factory=dict)  # runbook → why it was not read
+    read_from: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)  # runbook → rel, sha256
 
     def _repr_html_(self) -> str:
         from ..display import esc, html_table
@@ -209,29 +221,52 @@ class RunResults(Record):
         return f"<p><b>{esc(Path(self.run_dir).name)}</b></p>" + html_table(rows, ["runbook", "verdict", "read back"])
 
 
-def load_results(run_dir: str | Path) -> RunResults:
-    """Each runbook run.json lists, rebuilt with :func:`load_result`; never raises for one bad result.
+def load_results(
+    run_dir: str | Path,
+    names: list[str] | None = None,
+    *,
+    manifest: Any = UNREAD,
+    hashed: dict[str, str] | None = None,
+) -> RunResults:
+    """Each runbook run.json lists (or each of ``names``), rebuilt typed; never raises for one bad result.
 
     Why: the change record (runbook 06) and the run comparison read every stage of a run; one
-    refused artefact (changed since the run) is named, and the others are still read.
+    refused artefact (missing, or changed since the run) is named, and the others are still read. A reader
+    that already holds the run's manifest (and a hash memo) passes them: run.json is then not
+    parsed again and no file is hashed twice.
     """
-    from ..stage import result_class
+    from ..stage import read_result, result_class
 
     out = RunResults(run_dir=str(run_dir))
-    try:
-        names = [e.get("name") for e in read_run_json(Path(run_dir) / RUN_JSON)["runbooks"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        out.refused[RUN_JSON] = f"unreadable: {exc}"
-        return out
+    if names is None:
+        try:
+            names = [e.get("name") for e in read_run_json(Path(run_dir) / RUN_JSON)["runbooks"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            out.refused[RUN_JSON] = f"unreadable: {exc}"
+            return out
+    if manifest is UNREAD:
+        try:
+            manifest = run_manifest(run_dir)
+        except ValueError as exc:  # ArtefactError: run.json cannot vouch for any file
+            out.refused[RUN_JSON] = str(exc)
+            return out
     for name in dict.fromkeys(n for n in names if isinstance(n, str)):
         try:
             result_class(name)
         except KeyError:
             continue  # a runbook without a registered result (an older or external one): nothing to read
         try:
-            out.results[name] = load_result(run_dir, name)
-        except (OSError, ValueError) as exc:
+            loaded = read_result(run_dir, name, manifest=manifest, hashed=hashed)
+        except (OSError, ValueError) as exc:  # not saved, changed since, or not of its kind: said
             out.refused[name] = str(exc)
+            continue
+        try:
+            loaded.result.headline()  # a verdict outside its runbook's vocabulary: the file is not its result
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            out.refused[name] = f"{loaded.rel}: its headline does not read ({exc})"
+            continue
+        out.results[name] = loaded.result
+        out.read_from[name] = {"rel": loaded.rel, "sha256": loaded.sha256}
     return out
 
 
