@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
+import functools
 import json
 import types
 import typing
@@ -108,10 +109,7 @@ def rebuild(cls: type[T], data: dict[str, Any]) -> T:
     half-typed one it would crash on.
     """
     check_schema_version(cls, data)
-    try:
-        hints = typing.get_type_hints(cls)
-    except (NameError, TypeError):  # an annotation only importable for type checkers: keep values as read
-        hints = {}
+    hints = _hints(cls)
     kwargs = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.init and f.name in data:
@@ -120,6 +118,15 @@ def rebuild(cls: type[T], data: dict[str, Any]) -> T:
             except TypeError as exc:
                 raise TypeError(f"{cls.__name__}.{f.name}: {exc}") from None
     return cls(**kwargs)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A record class's field annotations, resolved once per class (resolving compiles each string)."""
+    try:
+        return typing.get_type_hints(cls)
+    except (NameError, TypeError):  # an annotation only importable for type checkers: keep values as read
+        return {}
 
 
 def _shape(value: Any) -> str:

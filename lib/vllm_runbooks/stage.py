@@ -273,7 +273,7 @@ def read_result(
     cls = result_class(runbook)
     if getattr(cls, "from_saved", None) is None or "load" in vars(cls):
         # a result saved as several files (runbook 01's evidence) reads itself
-        result = cls.load(run_dir)
+        result = cls.load(run_dir, manifest=manifest, hashed=hashed)
         path = Path(run_dir) / cls.ARTEFACT
         memo = hashed if hashed is not None else {}
         digest = memo.get(str(path.resolve())) or sha256_file(path)

@@ -184,11 +184,20 @@ class Evidence(Figures, ResultMixin, Record):
         return Path(self.evidence_dir) / EVIDENCE_FILE if self.evidence_dir else None
 
     @classmethod
-    def load(cls, run_dir: str | Path, verify: bool = True) -> Evidence:
+    def load(
+        cls,
+        run_dir: str | Path,
+        verify: bool = True,
+        *,
+        manifest: Any = runjson.UNREAD,
+        hashed: dict[str, str] | None = None,
+    ) -> Evidence:
         """Read ``evidence.json`` from a run dir, an evidence dir or the file itself.
 
         With ``verify`` (the default) the evidence's own sha256 manifest and run.json's are
-        checked; a changed, missing or unreadable file raises ``ArtefactError`` naming it.
+        checked; a changed, missing or unreadable file raises ``ArtefactError`` naming it. A
+        reader of a whole run passes run.json's ``manifest`` (None: no run.json) and its
+        ``hashed`` memo, so run.json is not parsed again and no file is hashed twice.
         """
         p = Path(run_dir)
         if p.is_dir():
@@ -205,10 +214,16 @@ class Evidence(Figures, ResultMixin, Record):
         ev = cls.from_dict(data)
         ev.evidence_dir = str(p.parent)
         if verify:
-            if p.parent.name == "evidence":
+            if p.parent.name == "evidence" and manifest is runjson.UNREAD:
                 verify_artefact(p.parent.parent, p)
+            elif p.parent.name == "evidence" and manifest is not None:
+                rel = p.resolve().relative_to(p.parent.parent.resolve()).as_posix()
+                for c in check_files(p.parent.parent, manifest, names=[rel], hashed=hashed):
+                    if c.status != runjson.OK:
+                        raise ArtefactError(p, c.why)
             listed = {str(rel): str(h) for rel, h in ev.artefacts.items()}
-            bad = [c.rel for c in check_files(p.parent, listed, source=EVIDENCE_FILE) if c.status != runjson.OK]
+            checks = check_files(p.parent, listed, source=EVIDENCE_FILE, hashed=hashed)
+            bad = [c.rel for c in checks if c.status != runjson.OK]
             if bad:
                 raise ArtefactError(
                     p.parent / bad[0], f"evidence artefacts missing or changed since capture: {', '.join(bad)}"
