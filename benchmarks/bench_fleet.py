@@ -31,7 +31,7 @@ from pathlib import Path
 from vllm_runbooks.compat import load_facts
 from vllm_runbooks.compat.facts import parse_cuda_version
 from vllm_runbooks.fleet import Config, run
-from vllm_runbooks.fleet import assess as fleet_assess
+from vllm_runbooks.fleet import survey as fleet_survey
 from vllm_runbooks.fleet.plan import make_plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,13 +133,13 @@ def main() -> int:
         print(f"  actions: {result.action_counts()}; canary: {head.figures['canary']}")
         print(f"  stages: {len(result.plan.stages)} (wave size {result.plan.wave_size})")
 
-        fleet_assess._CACHE.clear()
+        fleet_survey._CACHE.clear()
         t0 = time.perf_counter()
         import datetime as dt
 
         today = dt.date(2026, 11, 30)
         verdicts = [
-            fleet_assess._decide(Path(n.evidence_dir).parent, result.target, today)["verdict"]
+            fleet_survey._decide(Path(n.evidence_dir).parent, result.target, today)["verdict"]
             for n in result.nodes
             if n.evidence_dir
         ]
@@ -147,7 +147,7 @@ def main() -> int:
         counts = (result.verdict_counts(), result.branch_counts(), result.action_counts())
         agg = time.perf_counter() - t0
         assert len(verdicts) == len(result.answered) and plan.canary and counts
-        made = len(fleet_assess._CACHE)
+        made = len(fleet_survey._CACHE)
         print(f"aggregation + decision from the nodes' evidence: {agg:.2f} s ({made} decisions made)")
         me, kids = peak_mib()
         print(f"peak RSS: this process {me:.0f} MiB; largest worker {kids:.0f} MiB")

@@ -23,7 +23,7 @@ from test_gpu_health_e2e import SAMPLE, XID79, faulty_bundle
 from vllm_runbooks.evidence.model import Evidence, Item
 from vllm_runbooks.execution import runs
 from vllm_runbooks.fleet import Config, FleetResult, NodeRow, TargetImage, make_plan, run
-from vllm_runbooks.fleet import assess as fleet_assess
+from vllm_runbooks.fleet import survey as fleet_survey
 from vllm_runbooks.fleet.model import TABLE_COLUMNS
 from vllm_runbooks.records import rebuild
 
@@ -57,7 +57,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[FleetResult, Path]:
     _mixed_vbios(folder / "k3-b-mixed-vbios")
     for name in ("k3-c-healthy", "k3-d-healthy", "k3-e-healthy", "k3-f-healthy"):
         shutil.copytree(SAMPLE, folder / name)
-    fleet_assess._CACHE.clear()
+    fleet_survey._CACHE.clear()
     run_dir = root / "run"
     result = run(Config(bundles=[str(folder)], run_dir=str(run_dir), today="2026-12-01", few_nodes=1, wave_size=1))
     result.save(run_dir)
@@ -142,7 +142,7 @@ def test_decisions_still_shared_across_a_configuration(fleet) -> None:
     """Six nodes, one configuration: two decisions (the faulty node's remediation differs), not six, and
     the healthy nodes do not inherit the faulty node's path."""
     result, _ = fleet
-    assert len(fleet_assess._CACHE) == 2
+    assert len(fleet_survey._CACHE) == 2
     paths = {n.node: n.remediation for n in result.nodes}
     assert paths.pop("k3-a-faulty") == "drain_and_reboot"
     assert set(paths.values()) == {"no_driver_change"}
@@ -280,15 +280,15 @@ def test_row_columns_from_the_evidence_items() -> None:
             "gpu_health": Item.ok({"vbios": {"versions": {"NVIDIA H200": ["A", "B"]}, "uniform": False}}),
         },
     )
-    got = fleet_assess._hardware(ev)
+    got = fleet_survey._hardware(ev)
     assert got["hardware"] == "faulty" and got["xids"] == [79] and got["faulty_gpus"] == [3]
     assert len(got["hardware_findings"]) == 1 and len(got["hardware_findings"][0]["text"]) == 300
     assert (
-        len(got["hardware_summary"]) <= fleet_assess.MAX_SUMMARY and "Xid 79; faulty GPU 3" in got["hardware_summary"]
+        len(got["hardware_summary"]) <= fleet_survey.MAX_SUMMARY and "Xid 79; faulty GPU 3" in got["hardware_summary"]
     )
     assert (got["fit"], got["fit_failed"]) == ("fail", ["disk: 10 GB free < 1500 GB of weights"])
     assert (got["vbios"], got["vbios_uniform"]) == (["A", "B"], False)
-    bare = fleet_assess._hardware(Evidence(source="bundle", collected_at="t", items={}))
+    bare = fleet_survey._hardware(Evidence(source="bundle", collected_at="t", items={}))
     assert bare["hardware"] == "unknown" and bare["fit"] is None and bare["hardware_summary"]
 
 

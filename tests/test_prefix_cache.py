@@ -21,8 +21,8 @@ from vllm_runbooks.prefix_cache import (
     analyse_jsonl,
     analyse_requests,
     check_enablement,
-    conclude,
     counter_deltas,
+    decide,
     first_difference,
     gpu_memory,
     hit_granularity,
@@ -188,21 +188,21 @@ def test_recorded_metrics_without_cache_config_never_decide_too_short() -> None:
     assert gran.assumed
     # 60 shared tokens, nothing hit: below the real CPU block (128) yet above the placeholder (16),
     # and below any block for all we know. Neither "too short" nor "long enough" may be claimed.
-    v = conclude(ON, gran, _exp([0, 0, 0], shared=60, expected=0, hits=0))
+    v = decide(ON, gran, _exp([0, 0, 0], shared=60, expected=0, hits=0))
     assert v.verdict == "inconclusive", v.summary
     assert "cache_config_info" in v.summary and "long enough" not in v.summary
     assert "cache_config_info" in v.next_step
     assert v.figures["block_size_assumed"] is True
     # Shorter than even the placeholder: still not prefix_too_short from a guess.
-    assert conclude(ON, gran, _exp([0, 0, 0], shared=10, expected=0, hits=0)).verdict == "inconclusive"
+    assert decide(ON, gran, _exp([0, 0, 0], shared=10, expected=0, hits=0)).verdict == "inconclusive"
     # The same with the server's own block size does decide.
-    assert conclude(ON, GRAN, _exp([0, 0, 0], shared=60, expected=0, hits=0)).verdict == "prefix_too_short"
+    assert decide(ON, GRAN, _exp([0, 0, 0], shared=60, expected=0, hits=0)).verdict == "prefix_too_short"
     # A workload sharing little (no cause found) is not called too short from the placeholder either.
     short = analyse_requests(
         [_body("S" * 40, f"q{i}") for i in range(4)], unit_tokens=gran.unit_tokens, unit_assumed=True
     )
     assert short.median_shared() is not None and short.median_shared() < 128
-    assert conclude(ON, gran, None, short).verdict == "inconclusive"
+    assert decide(ON, gran, None, short).verdict == "inconclusive"
     assert short.headline_figures()["unit_assumed"] is True
     # prefix_fit does not claim a fit either way.
     from vllm_runbooks.prefix_cache import prefix_fit
@@ -214,14 +214,14 @@ def test_recorded_metrics_without_cache_config_never_decide_too_short() -> None:
 def test_without_cache_config_other_evidence_still_decides() -> None:
     gran = hit_granularity(parse_metrics(NO_CONFIG_METRICS).cache_config())
     # Every later request took the same whole prefix from cache: working, said to be judged without a unit.
-    ok = conclude(ON, gran, _exp([0, 384, 384, 384], expected=0))
+    ok = decide(ON, gran, _exp([0, 384, 384, 384], expected=0))
     assert ok.verdict == "working" and "cache_config_info" in ok.summary
     # Partial hits cannot be judged against an unknown unit.
-    part = conclude(ON, gran, _exp([0, 128, 384], expected=0))
+    part = decide(ON, gran, _exp([0, 128, 384], expected=0))
     assert part.verdict == "inconclusive" and "cache_config_info" in part.summary
-    assert conclude(OFF, gran, _exp([0, 0, 0], hits=0, queries=0)).verdict == "disabled"
+    assert decide(OFF, gran, _exp([0, 0, 0], hits=0, queries=0)).verdict == "disabled"
     mm = analyse_jsonl(DATA / "timestamp_system.jsonl", unit_tokens=gran.unit_tokens, unit_assumed=True)
-    assert conclude(ON, gran, _exp([0, 0, 0], shared=60, expected=0, hits=0), mm).verdict == "prefix_mismatch"
+    assert decide(ON, gran, _exp([0, 0, 0], shared=60, expected=0, hits=0), mm).verdict == "prefix_mismatch"
 
 
 # -- counters ---------------------------------------------------------------------------------------
@@ -357,7 +357,7 @@ OFF = check_enablement(cache_config={"enable_prefix_caching": "False"})
 
 
 def test_verdict_working_and_headline() -> None:
-    v = conclude(ON, GRAN, _exp([0, 384, 384, 384, 384]))
+    v = decide(ON, GRAN, _exp([0, 384, 384, 384, 384]))
     assert v.verdict == "working" and "384" in v.summary
     head = PrefixCacheResult(verdict=v).headline()
     figs = head.figures
@@ -377,7 +377,7 @@ def test_headline_holds_key_figures_only_at_the_bounds() -> None:
     exp = _exp([0] + [384] * (n - 2) + [128])
     bodies = [_body("S" * 800, f"q{i}") for i in range(200)]
     mm = analyse_requests(bodies, unit_tokens=128)
-    head = PrefixCacheResult(verdict=conclude(ON, GRAN, exp, mm)).headline().to_dict()
+    head = PrefixCacheResult(verdict=decide(ON, GRAN, exp, mm)).headline().to_dict()
 
     def lists(value: object) -> list[object]:
         if isinstance(value, dict):
@@ -395,31 +395,31 @@ def test_headline_holds_key_figures_only_at_the_bounds() -> None:
 
 
 def test_verdict_disabled_from_config_or_from_flat_counters() -> None:
-    assert conclude(OFF, GRAN, _exp([0, 0, 0], hits=0, queries=0)).verdict == "disabled"
+    assert decide(OFF, GRAN, _exp([0, 0, 0], hits=0, queries=0)).verdict == "disabled"
     unknown = check_enablement()
-    assert conclude(unknown, GRAN, _exp([0, 0, 0], hits=0, queries=0)).verdict == "disabled"
+    assert decide(unknown, GRAN, _exp([0, 0, 0], hits=0, queries=0)).verdict == "disabled"
 
 
 def test_verdict_too_short_mismatch_evicted_inconclusive() -> None:
-    assert conclude(ON, GRAN, _exp([0, 0, 0], shared=60, expected=0)).verdict == "prefix_too_short"
+    assert decide(ON, GRAN, _exp([0, 0, 0], shared=60, expected=0)).verdict == "prefix_too_short"
     mm = analyse_jsonl(DATA / "timestamp_system.jsonl", unit_tokens=128)
-    v = conclude(ON, GRAN, _exp([0, 384, 384]), mm)
+    v = decide(ON, GRAN, _exp([0, 384, 384]), mm)
     assert v.verdict == "prefix_mismatch" and "timestamp" in v.next_step
     assert any("timestamp" in e for e in v.evidence)
     tools = analyse_jsonl(DATA / "tool_order.jsonl", unit_tokens=128)
-    assert "tool ordering" in conclude(ON, GRAN, None, tools).next_step
+    assert "tool ordering" in decide(ON, GRAN, None, tools).next_step
     ev = RetentionResult("evicted", "hit 384 when warm, 0 after 3000 filler tokens")
-    assert conclude(ON, GRAN, _exp([0, 384, 384]), None, ev).verdict == "evicted"
-    partial = conclude(ON, GRAN, _exp([0, 128, 384]))
+    assert decide(ON, GRAN, _exp([0, 384, 384]), None, ev).verdict == "evicted"
+    partial = decide(ON, GRAN, _exp([0, 128, 384]))
     assert partial.verdict == "inconclusive" and "some hits" in partial.summary
-    assert conclude(ON, GRAN, _exp([0, 0, 0], hits=0)).verdict == "inconclusive"
+    assert decide(ON, GRAN, _exp([0, 0, 0], hits=0)).verdict == "inconclusive"
     clean_short = MismatchReport(ok=True, n_requests=3, unit_tokens=128, method="tokenize")
-    assert conclude(ON, GRAN, None, clean_short).verdict == "inconclusive"  # no shared lengths, no experiment
+    assert decide(ON, GRAN, None, clean_short).verdict == "inconclusive"  # no shared lengths, no experiment
 
 
 def test_counters_alone_when_cached_tokens_not_reported() -> None:
     exp = _exp([None, None, None], hits=768)
-    assert conclude(ON, GRAN, exp).verdict == "working"
+    assert decide(ON, GRAN, exp).verdict == "working"
 
 
 # -- GPU memory ------------------------------------------------------------------------------------------

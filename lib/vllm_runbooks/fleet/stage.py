@@ -18,11 +18,11 @@ from typing import ClassVar
 
 from ..records import Record, utc_now
 from ..resources import resolve_shipped_path
-from .assess import Job, assess_all
 from .bundles import find_bundles
 from .model import NodeRow, TargetImage
 from .plan import make_plan
 from .result import FleetResult
+from .survey import Job, survey_nodes
 
 
 @dataclass
@@ -136,7 +136,7 @@ def run(config: Config) -> FleetResult:
                 jobs.append(Job(a.node, str(a.bundle), str(fleet / a.node), target, source, today))
         if any(a.simulated for a in answers):
             notes.append("Some nodes answered through the test seam (source 'simulated'): not real evidence.")
-    assessed = assess_all(jobs, workers=config.workers, progress=_progress(len(jobs)))
+    assessed = survey_nodes(jobs, workers=config.workers, progress=_progress(len(jobs)))
     nodes = sorted(assessed + rows, key=lambda r: r.node)
     plan = make_plan(nodes, target, few=config.few_nodes, wave_size=config.wave_size)
     return FleetResult(

@@ -3,7 +3,7 @@
 Steps, each a self-displaying record: ``check_enablement`` (every source, do they agree),
 ``hit_granularity`` / ``prefix_fit`` (smallest possible hit vs the shared prefix),
 ``run_experiment`` (N requests, shared prefix, varied tail, counter deltas), ``analyse_jsonl``
-(where real requests stop sharing), ``run_retention`` (evicted before reuse?), and ``conclude``
+(where real requests stop sharing), ``run_retention`` (evicted before reuse?), and ``decide``
 (verdict from ``VERDICTS``). ``PrefixCacheCheck`` runs them against one endpoint for the runbook.
 """
 
@@ -32,7 +32,7 @@ from .mismatch import (
 from .result import FIGURES, PrefixCacheResult
 from .retention import RetentionResult, run_retention
 from .sources import Enablement, SourceReading, check_enablement, load_launch_and_log
-from .verdict import VERDICTS, Verdict, conclude
+from .verdict import VERDICTS, Verdict, decide
 
 __all__ = [
     "COMPONENTS",
@@ -59,7 +59,7 @@ __all__ = [
     "build_spec",
     "check_enablement",
     "counter_deltas",
-    "conclude",
+    "decide",
     "first_difference",
     "gpu_memory",
     "hit_granularity",

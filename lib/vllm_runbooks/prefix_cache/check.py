@@ -25,7 +25,7 @@ from .mismatch import MismatchReport, analyse_jsonl
 from .result import FIGURES, PrefixCacheResult
 from .retention import RetentionResult, run_retention
 from .sources import Enablement, check_enablement, load_launch_and_log
-from .verdict import Verdict, conclude
+from .verdict import Verdict, decide
 
 
 class PrefixCacheCheck:
@@ -204,7 +204,7 @@ class PrefixCacheCheck:
         retention = (
             self.retention_result if self.retention_result and self.retention_result.status != "skipped" else None
         )
-        self.verdict_result = conclude(
+        self.verdict_result = decide(
             self.enablement_result or self.enablement(),
             self._granularity(),
             self.experiment_result,

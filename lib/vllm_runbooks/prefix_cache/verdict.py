@@ -66,7 +66,7 @@ class Verdict(Record):
         )
 
 
-def conclude(
+def decide(
     enablement: Enablement | None,
     granularity: HitGranularity | None,
     experiment: ExperimentResult | None = None,

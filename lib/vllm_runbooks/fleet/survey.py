@@ -75,7 +75,7 @@ _CACHE_MAX = 4096
 
 @dataclass(frozen=True)
 class Job:
-    """One node to assess: picklable, so it can cross to a worker process."""
+    """One node to survey: picklable, so it can cross to a worker process."""
 
     node: str
     bundle: str
@@ -261,7 +261,7 @@ def _no_gpu_why(ev: Any) -> str:
     return "; ".join(said) if said else text[:200]
 
 
-def assess(job: Job) -> NodeRow:
+def survey_node(job: Job) -> NodeRow:
     """Read one node's bundle into evidence and decide for the target image. Never raises."""
     from ..evidence.writer import collect_evidence
 
@@ -301,7 +301,7 @@ def _quiet_worker() -> None:
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the worker
 
 
-def assess_all(
+def survey_nodes(
     jobs: Iterable[Job],
     workers: int = 0,
     progress: Callable[[NodeRow], None] | None = None,
@@ -316,7 +316,7 @@ def assess_all(
     if len(jobs) < POOL_THRESHOLD or n <= 1:
         rows = []
         for job in jobs:
-            rows.append(assess(job))
+            rows.append(survey_node(job))
             if progress:
                 progress(rows[-1])
         return rows
@@ -325,7 +325,7 @@ def assess_all(
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_quiet_worker) as pool:
         rows = []
-        for row in pool.map(assess, jobs, chunksize=max(1, len(jobs) // (n * 8))):
+        for row in pool.map(survey_node, jobs, chunksize=max(1, len(jobs) // (n * 8))):
             rows.append(row)
             if progress:
                 progress(row)
