@@ -186,9 +186,9 @@ def compare_runs(run_dirs: list[str | Path]) -> RunComparison:
 def load_result(run_dir: str | Path, runbook: str) -> Any:
     """Rebuild what ``runbook`` concluded in ``run_dir`` from the artefact it saved.
 
-    Later stages read earlier results through it (02–05 read runbook 01's evidence here, and so
-    does 06); 06 reads the files of 02–05 it cites by the same rule, through
-    ``runjson.latest_artefact`` (the newest attempt run.json's manifest lists). The result class
+    Later stages read earlier results through it (02–05 read runbook 01's evidence here); 06
+    reads every result of a run at once through :func:`load_results` (the newest attempt
+    run.json's manifest lists, with the file and sha256 it was read from). The result class
     is found by runbook name in the stage registry, the file is checked against run.json's sha256
     manifest, and a changed, unlisted or unreadable file raises ``runjson.ArtefactError`` naming it.
     ``runbook`` may carry its number (``01_evidence_capture``). A missing artefact raises
