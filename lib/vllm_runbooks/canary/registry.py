@@ -1,12 +1,12 @@
-"""The canary step registry and the bounded runner.
+"""The canary step registry, and how its steps run through the one bounded step runner.
 
 Why a registry: the procedure grows (a new modality, a new backend check), and adding a step
 must not touch the runner, the report or the notebook. A step is a function registered with
 ``@register(name, title, order)`` in any module under ``canary/steps/`` (discovered
 automatically) or in user code before ``run_canary`` is called; a name is taken once.
 
-A step never raises to the runner and never runs unbounded: each runs in a worker thread that
-is abandoned after ``step_timeout_s`` (its own requests are bounded by ``request_timeout_s`` and
+A step never raises to the runner and never runs unbounded: each runs (``vllm_runbooks.steps``)
+in a worker thread that is abandoned after ``step_timeout_s`` (its own requests are bounded by ``request_timeout_s`` and
 by what is left of the step's budget). Each step gets its own client; an abandoned step is
 *cancelled*, not just left behind: its ``cancel`` event is set, its client is aborted (the
 request in flight dies, every later call returns ``cancelled`` without being sent), so an
@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from .. import steps
 from ..client import EndpointClient, Failure, FailureKind
 from ..records import utc_now
 from ..registry import Registry
@@ -166,57 +167,62 @@ def step_client(config: CanaryConfig, model: str | None, transport: httpx.BaseTr
     )
 
 
-def run_step(
-    step: Step,
-    config: CanaryConfig,
-    shared: dict[str, Any],
-    transport: httpx.BaseTransport | None = None,
-) -> StepResult:
-    """Run one step in a worker thread with its own client, bounded by ``step_timeout_s``.
+def _run_steps(config: CanaryConfig, shared: dict[str, Any], transport: httpx.BaseTransport | None) -> list[StepResult]:
+    """The registered steps (those in ``config.steps``) in order, through the one step runner.
 
-    Exceptions become fails. A step still running at its deadline is cancelled (event set,
-    client aborted) and reported as a fail. The model a step resolved is kept in
-    ``shared["model"]`` for the clients of later steps.
+    A step needing the endpoint is skipped without one. Each runs in a worker thread with its own
+    client, bounded by ``step_timeout_s``; exceptions become fails. A step still running at its
+    deadline is cancelled (event set, client aborted) and reported as a fail. The model a step
+    resolved is kept in ``shared["model"]`` for the clients of later steps.
     """
-    started, t0 = utc_now(), time.monotonic()
-    if step.needs_endpoint and not config.endpoint:
-        return StepResult(step.name, step.title, step.order, Status.SKIP, "no endpoint given", started_at=started)
-    client = step_client(config, shared.get("model") or config.model, transport)
-    ctx = StepContext(config, client, shared, cancel=threading.Event(), deadline=t0 + config.step_timeout_s)
-    box: dict[str, Outcome] = {}
+    running: dict[str, StepContext] = {}
 
-    def work() -> None:
-        try:
-            box["out"] = step.fn(ctx)
-        except Exception as exc:  # a bug in a step is evidence, not a crashed runbook
-            box["out"] = failed(f"step raised {type(exc).__name__}: {exc}")
+    def start(step: Step) -> steps.Job[Outcome]:
+        client = step_client(config, shared.get("model") or config.model, transport)
+        deadline = time.monotonic() + config.step_timeout_s
+        ctx = running[step.name] = StepContext(config, client, shared, cancel=threading.Event(), deadline=deadline)
+        return steps.Job(lambda: step.fn(ctx), cancel=lambda: (ctx.cancel.set(), client.abort()))
 
-    worker = threading.Thread(target=work, name=f"canary-{step.name}", daemon=True)
-    worker.start()
-    worker.join(timeout=config.step_timeout_s)
-    if worker.is_alive() or "out" not in box:
-        ctx.cancel.set()
-        client.abort()
-        out = failed(
-            f"step did not finish within step_timeout_s={config.step_timeout_s:g} s; abandoned "
-            f"(cancelled: its requests stopped)"
+    def finding(step: Step, why: steps.Problem) -> Outcome:
+        match why:
+            case steps.Skipped(reason):
+                return Outcome(Status.SKIP, reason)
+            case steps.Raised(exc):
+                return failed(f"step raised {type(exc).__name__}: {exc}")
+            case steps.TimedOut(seconds):
+                return failed(
+                    f"step did not finish within step_timeout_s={seconds:g} s; abandoned "
+                    f"(cancelled: its requests stopped)"
+                )
+
+    def finish(step: Step, out: Outcome, took: steps.Took) -> StepResult:
+        ctx = running.pop(step.name, None)
+        if ctx is not None and not took.timed_out:
+            ctx.client.close()
+            if ctx.client.model:
+                shared["model"] = ctx.client.model
+        return StepResult(
+            step=step.name,
+            title=step.title,
+            order=step.order,
+            status=out.status,
+            reason=out.reason,
+            started_at=took.started_at,
+            duration_s=round(took.seconds, 4) if took.ran else 0.0,
+            timings=dict(ctx.timings) if ctx else {},  # a snapshot: an abandoned step records nothing after this
+            evidence=out.evidence,
+            details=out.details,
         )
-    else:
-        out = box["out"]
-        client.close()
-        if client.model:
-            shared["model"] = client.model
-    return StepResult(
-        step=step.name,
-        title=step.title,
-        order=step.order,
-        status=out.status,
-        reason=out.reason,
-        started_at=started,
-        duration_s=round(time.monotonic() - t0, 4),
-        timings=dict(ctx.timings),  # a snapshot: an abandoned step records nothing after this
-        evidence=out.evidence,
-        details=out.details,
+
+    return steps.run_steps(
+        registered_steps(),
+        start=start,
+        finding=finding,
+        finish=finish,
+        timeout_s=config.step_timeout_s,
+        only=set(config.steps) if config.steps else None,
+        skip=lambda step: "no endpoint given" if step.needs_endpoint and not config.endpoint else None,
+        thread_prefix="canary",
     )
 
 
@@ -237,14 +243,9 @@ def run_canary(
         config = CanaryConfig(**overrides)
     elif overrides:
         config = CanaryConfig.from_dict({**config.to_dict(), **overrides})
-    wanted = set(config.steps) if config.steps else None
     t0, started = time.monotonic(), utc_now()
     shared: dict[str, Any] = {}
-    results: list[StepResult] = []
-    for step in registered_steps():
-        if wanted is not None and step.name not in wanted:
-            continue
-        results.append(run_step(step, config, shared, transport))
+    results = _run_steps(config, shared, transport)
     model = shared.get("model") or config.model
     verdict = overall_verdict(results)
     return CanaryReport(

@@ -4,9 +4,9 @@ A collector is ``fn(ctx) -> Item`` in a module of ``evidence/collectors/`` (foun
 :func:`discover`, the way canary finds its steps). It reads raw artefacts through
 ``ctx.read(name)`` (the same call for a local machine and for a bundle), stores them with
 ``ctx.keep`` (logs with ``ctx.keep_log``), and returns a value or ``Item.unavailable(reason)``.
-``run_collectors`` bounds each one by a timeout and turns any exception into ``unavailable``, so
-one broken tool never stops the capture; a collector abandoned at its timeout may run on, but its
-writes are refused.
+``run_collectors`` runs them through the one step runner (``vllm_runbooks.steps``): each bounded
+by a timeout, any exception turned into ``unavailable``, so one broken tool never stops the
+capture; a collector abandoned at its timeout may run on, but its writes are refused.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .. import probe, redact
+from .. import probe, redact, steps
 from ..artefacts import write_atomic
 from ..probe import Captured, Options
 from ..registry import Registry
@@ -249,53 +249,80 @@ def registered_collectors() -> list[Collector]:
     return COLLECTORS.ordered()
 
 
+def _gated(fn: Callable[[], Item], what: str) -> steps.Job[Item]:
+    """``fn`` as a job under a fresh gate (nested in the caller's), the gate closed if abandoned."""
+    gate = _Gate(what, _current_gate())
+
+    def work() -> Item:
+        _THREAD.gate = gate
+        return fn()
+
+    return steps.Job(work, cancel=gate.close)
+
+
+def _finding(what: str, why: steps.Problem) -> Item:
+    """A collector that raised or ran past its timeout, as an unavailable item saying so."""
+    match why:
+        case steps.Raised(e):
+            return Item.unavailable(f"{what} failed: {type(e).__name__}: {redact.redact_text(str(e))}")
+        case steps.TimedOut(seconds):
+            return Item.unavailable(
+                f"{what} timed out after {seconds:g}s; abandoned, and its later writes to raw/ are refused"
+            )
+        case steps.Skipped(reason):
+            return Item.unavailable(reason)
+
+
+def _as_item(item: Any, what: str, seconds: float) -> Item:
+    """What a collector returned, as a timed Item (nothing, or another type, is unavailable)."""
+    if not item:
+        item = Item.unavailable(f"{what} returned nothing")
+    elif not isinstance(item, Item):
+        item = Item.unavailable(f"{what} returned {type(item).__name__}, not an Item")
+    item.duration_s = round(seconds, 3)
+    return item
+
+
 def run_bounded(fn: Callable[[], Item], timeout_s: float, what: str) -> Item:
     """Run ``fn`` in a daemon thread; past ``timeout_s`` it is abandoned and recorded unavailable.
 
     An abandoned run cannot be stopped, but it can no longer write: its gate is closed, and
     ``Context.keep`` / ``Context.keep_log`` refuse (``WriteRefused``) from then on.
     """
-    box: dict[str, Any] = {}
-    gate = _Gate(what, _current_gate())
+    t0 = time.perf_counter()
+    item, _ = steps.bounded(
+        _gated(fn, what), timeout_s, lambda why: _finding(what, why), thread_name=f"collector-{what}"
+    )
+    return _as_item(item, what, time.perf_counter() - t0)
 
-    def target() -> None:
-        _THREAD.gate = gate
-        try:
-            box["item"] = fn()
-        except Exception as e:  # a collector must never raise to its caller
-            box["item"] = Item.unavailable(f"{what} failed: {type(e).__name__}: {redact.redact_text(str(e))}")
 
-    t0 = time.monotonic()
-    th = threading.Thread(target=target, name=f"collector-{what}", daemon=True)
-    th.start()
-    th.join(timeout_s)
-    if th.is_alive():
-        gate.close()
-        item = Item.unavailable(
-            f"{what} timed out after {timeout_s:g}s; abandoned, and its later writes to raw/ are refused"
-        )
-    else:
-        item = box.get("item") or Item.unavailable(f"{what} returned nothing")
-    if not isinstance(item, Item):
-        item = Item.unavailable(f"{what} returned {type(item).__name__}, not an Item")
-    item.duration_s = round(time.monotonic() - t0, 3)
-    return item
+def _applies(col: Collector, ctx: Context) -> bool:
+    try:
+        return col.applies(ctx)
+    except Exception:  # a broken predicate just means "run it"
+        return True
 
 
 def run_collectors(ctx: Context, only: list[str] | None = None) -> dict[str, Item]:
-    """Run every registered collector (or those in ``only``) in order, each bounded; never raises."""
-    for col in registered_collectors():
-        name = col.name
-        if only is not None and name not in only:
-            continue
-        try:
-            if not col.applies(ctx):
-                continue
-        except Exception:  # noqa: S112 - a broken predicate just means "run it"
-            pass
-        item = run_bounded(lambda col=col: col.fn(ctx), ctx.collector_timeout_s, name)
-        ctx.results[name] = item
-        _report_progress(name, item)
+    """Run every registered collector (or those in ``only``) in order, each bounded; never raises.
+
+    Through the one step runner (``vllm_runbooks.steps``). A collector that does not apply here
+    is left out; whether it applies is asked just before it would run, after those before it.
+    """
+
+    def finish(col: Collector, item: Item, took: steps.Took) -> Item:
+        ctx.results[col.name] = item = _as_item(item, col.name, took.seconds)
+        _report_progress(col.name, item)
+        return item
+
+    steps.run_steps(
+        (c for c in registered_collectors() if (only is None or c.name in only) and _applies(c, ctx)),
+        start=lambda col: _gated(lambda: col.fn(ctx), col.name),
+        finding=lambda col, why: _finding(col.name, why),
+        finish=finish,
+        timeout_s=ctx.collector_timeout_s,
+        thread_prefix="collector",
+    )
     return ctx.results
 
 

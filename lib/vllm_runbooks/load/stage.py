@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import steps
 from ..client import EndpointClient
 from ..metrics import diff
 from ..records import Record, utc_now
 from .engine import Target
 from .limits import LIMITS, problem
-from .registry import Budget, StageContext, ramp_levels, registered_stages
+from .registry import Budget, Stage, StageContext, ramp_levels, registered_stages
 from .result import LoadCheckResult, StageOutcome, StageStatus
 
 #: counters whose per-stage deltas are kept (canonical names; old spellings are accepted).
@@ -209,6 +210,74 @@ def _scrape(client: EndpointClient) -> Any:
     return res.snapshot if res.ok else None
 
 
+def _run_stages(config: Config, ctx: StageContext, logs: _LogWatch, *, quiet: bool) -> list[StageOutcome]:
+    """The registered stages (those in ``config.stages``) in order, through the one step runner.
+
+    A stage runs in this thread, without a timeout: the budget bounds it (``ctx.load`` grants no
+    more than the global caps leave), and an abandoned stage could not be stopped from sending. A
+    stage needing the endpoint is skipped once an earlier one showed it cannot serve, or the
+    global caps are spent; an exception becomes a fail. Each stage that runs gets the counter
+    deltas of a ``/metrics`` scrape at its start and end, and the server log's findings.
+    """
+    budget, marks = ctx.budget, {}
+
+    def skip(st: Stage) -> str | None:
+        if st.needs_endpoint and ctx.shared.get("dead"):
+            return "skipped: an earlier stage showed the endpoint cannot serve"
+        if st.needs_endpoint and st.name != "health" and budget.requests_left == 0:
+            return f"skipped: global cap of {config.max_requests} requests reached"
+        if st.needs_endpoint and st.name != "health" and budget.seconds_left < 1:
+            return f"skipped: global cap of {config.max_seconds:g} s reached"
+        return None
+
+    def start(st: Stage) -> steps.Job[StageOutcome]:
+        ctx.stage = st.name  # the stage's records and outcomes name it
+        if not quiet:
+            print(f"stage {st.name}: {st.title}…", flush=True)
+        before = _scrape(ctx.client) if st.needs_endpoint and not ctx.shared.get("dead") else None
+        marks[st.name] = (before, logs.mark())
+        return steps.Job(lambda: st.fn(ctx))
+
+    def finding(st: Stage, why: steps.Problem) -> StageOutcome:
+        match why:
+            case steps.Skipped(reason):
+                status = StageStatus.SKIP
+            case steps.Raised(exc):
+                status, reason = StageStatus.FAIL, f"stage raised {type(exc).__name__}: {exc}"
+            case steps.TimedOut(seconds):  # not reached: a stage runs without a timeout
+                status, reason = StageStatus.FAIL, f"stage did not finish within {seconds:g} s"
+        return StageOutcome(stage=st.name, title=st.title, order=st.order, status=status, reason=reason)
+
+    def finish(st: Stage, out: StageOutcome, took: steps.Took) -> StageOutcome:
+        before, mark = marks.pop(st.name, (None, None))
+        if took.ran:
+            after = _scrape(ctx.client) if before is not None else None
+            if before is not None and after is not None:
+                out.counter_deltas = diff(before, after, STAGE_COUNTERS).deltas
+            out.log_findings = logs.since(mark)
+            if out.log_findings and out.summary and out.summary.failed:
+                first = out.log_findings[0]
+                out.details["log_explains"] = f"server log during the stage: {first['label']}: {first['line']}"
+                out.reason += f" · log: {first['label']}"
+            if not quiet:
+                print(f"  {out.status.value}: {out.reason}", flush=True)
+        out.started_at = out.started_at or took.started_at
+        out.t_start_s = round(took.start - ctx.t0, 3)
+        out.t_end_s = round(time.perf_counter() - ctx.t0, 3)  # after the closing scrape, as its band shows
+        out.duration_s = round(out.t_end_s - out.t_start_s, 3)
+        return out
+
+    return steps.run_steps(
+        registered_stages(),
+        start=start,
+        finding=finding,
+        finish=finish,
+        timeout_s=None,
+        only=set(config.stages) if config.stages else None,
+        skip=skip,
+    )
+
+
 def run(config: Config | None = None, *, quiet: bool = False, **overrides: Any) -> LoadCheckResult:
     """Run the load check (or import a results file); never raises for a bad endpoint or input."""
     if config is None:
@@ -238,45 +307,8 @@ def run(config: Config | None = None, *, quiet: bool = False, **overrides: Any) 
     client = EndpointClient(target.base_url, api_key_env=config.api_key_env, model=config.model, timeout_s=30)
     budget = Budget(config.max_requests, config.max_seconds)
     ctx = StageContext(config, target, client, budget, t0)
-    logs = _LogWatch(config.server_log)
-    outcomes: list[StageOutcome] = []
-    wanted = set(config.stages) if config.stages else None
     try:
-        for st in registered_stages():
-            if wanted is not None and st.name not in wanted:
-                continue
-            ctx.stage = st.name
-            t_start = time.perf_counter() - t0
-            if st.needs_endpoint and ctx.shared.get("dead"):
-                out = ctx.outcome(StageStatus.SKIP, "skipped: an earlier stage showed the endpoint cannot serve")
-            elif st.needs_endpoint and st.name != "health" and budget.requests_left == 0:
-                out = ctx.outcome(StageStatus.SKIP, f"skipped: global cap of {config.max_requests} requests reached")
-            elif st.needs_endpoint and st.name != "health" and budget.seconds_left < 1:
-                out = ctx.outcome(StageStatus.SKIP, f"skipped: global cap of {config.max_seconds:g} s reached")
-            else:
-                if not quiet:
-                    print(f"stage {st.name}: {st.title}…", flush=True)
-                before = _scrape(ctx.client) if st.needs_endpoint and not ctx.shared.get("dead") else None
-                mark = logs.mark()
-                try:
-                    out = st.fn(ctx)
-                except Exception as exc:  # a bug in a stage is evidence, not a crashed runbook
-                    out = ctx.outcome(StageStatus.FAIL, f"stage raised {type(exc).__name__}: {exc}")
-                after = _scrape(ctx.client) if before is not None else None
-                if before is not None and after is not None:
-                    out.counter_deltas = diff(before, after, STAGE_COUNTERS).deltas
-                out.log_findings = logs.since(mark)
-                if out.log_findings and out.summary and out.summary.failed:
-                    first = out.log_findings[0]
-                    out.details["log_explains"] = f"server log during the stage: {first['label']}: {first['line']}"
-                    out.reason += f" · log: {first['label']}"
-                if not quiet:
-                    print(f"  {out.status.value}: {out.reason}", flush=True)
-            out.started_at = out.started_at or utc_now()
-            out.t_start_s = round(t_start, 3)
-            out.t_end_s = round(time.perf_counter() - t0, 3)
-            out.duration_s = round(out.t_end_s - out.t_start_s, 3)
-            outcomes.append(out)
+        outcomes = _run_stages(config, ctx, _LogWatch(config.server_log), quiet=quiet)
     finally:
         ctx.client.close()
     result = LoadCheckResult(
