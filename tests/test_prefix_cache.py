@@ -464,7 +464,7 @@ def test_unreachable_endpoint_degrades_to_inconclusive() -> None:
     assert check.experiment().observations == []
     assert check.retention(True).status == "unavailable"
     assert check.mismatch(None).reason.startswith("skipped")
-    v = check.verdict()
+    v = check.decide()
     assert v.verdict == "inconclusive" and "connection" in v.summary.lower()
     scraps = check.scraps()
     assert scraps["headline"]["verdict"] == "inconclusive"
@@ -576,7 +576,7 @@ def test_planted_secrets_never_reach_snippets_html_scraps_or_check_json(tmp_path
     by_detail = [c.first_difference for c in mm.comparisons]
     assert any("inside a value redacted" in d.detail for d in by_detail)
     assert any(d.component == "tool_definitions" for d in by_detail)
-    shown = [mm._repr_html_(), json.dumps(mm.to_dict()), check.verdict()._repr_html_(), json.dumps(check.scraps())]
+    shown = [mm._repr_html_(), json.dumps(mm.to_dict()), check.decide()._repr_html_(), json.dumps(check.scraps())]
     for text in shown:
         assert "PLANT" not in text, text[:2000]
     run_dir = tmp_path / "run"
@@ -628,7 +628,7 @@ def test_nonsense_endpoint_ends_inconclusive_with_the_reason(fault: str, reason:
         check.inputs()
         check.experiment(requests=3, shared_prompt_tokens=200)
         check.retention(True)
-        v = check.verdict()
+        v = check.decide()
         assert v.verdict == "inconclusive" and reason in v.summary, v.summary
         assert check.scraps()["headline"]["verdict"] == "inconclusive"
         check.close()

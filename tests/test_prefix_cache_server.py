@@ -54,7 +54,7 @@ def test_working_on_default_server(target: TargetHandle) -> None:
     assert d.by_source["0/local_cache_hit"] == sum(cached)
     assert exp.counters_agree() is True
     assert not exp.gpu_before.available  # no GPU here: said so, not crashed
-    v = check.verdict()
+    v = check.decide()
     print("working:", {"cached": cached, "queries": d.queries, "hits": d.hits, "verdict": v.verdict})
     assert v.verdict == "working", v.evidence
     figs = v.figures
@@ -73,7 +73,7 @@ def test_disabled_server(target_no_prefix_caching: TargetHandle) -> None:
     exp = check.experiment(requests=4, shared_prompt_tokens=520)
     assert [o.cached_tokens for o in exp.observations] == [0, 0, 0, 0]
     assert exp.deltas.ok and exp.deltas.queries == 0 and exp.deltas.hits == 0  # counters flat
-    v = check.verdict()
+    v = check.decide()
     print(
         "disabled:",
         {
@@ -93,7 +93,7 @@ def test_prefix_shorter_than_one_block(target: TargetHandle) -> None:
     assert exp.shared_tokens is not None and exp.shared_tokens < BLOCK
     assert [o.cached_tokens for o in exp.observations] == [0, 0, 0, 0]
     assert check.fit().fits is False
-    v = check.verdict()
+    v = check.decide()
     print(
         "too_short:",
         {
@@ -116,7 +116,7 @@ def test_timestamp_in_system_prompt_is_a_mismatch(target: TargetHandle) -> None:
     assert mm.method == "tokenize"  # token-level through the server's /tokenize
     assert mm.cause == "system_prompt" and mm.example is not None and mm.example.looks_like == "timestamp"
     assert all(n < BLOCK for n in mm.shared_lengths)
-    v = check.verdict()
+    v = check.decide()
     print(
         "mismatch:",
         {
@@ -145,7 +145,7 @@ def test_small_kv_cache_evicts(target_small_kv: TargetHandle) -> None:
     assert ret.warm_cached and ret.warm_cached >= BLOCK and ret.after_cached == 0
     assert ret.filler_tokens >= gran.capacity_tokens
     assert ret.estimated_fit_tokens is not None and 0 < ret.estimated_fit_tokens <= gran.capacity_tokens
-    v = check.verdict()
+    v = check.decide()
     print(
         "evicted:",
         {

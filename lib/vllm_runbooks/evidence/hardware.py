@@ -296,7 +296,7 @@ def node_findings(
     return out
 
 
-def verdict_of(findings: list[Finding], have_gpu_facts: bool) -> str:
+def decide(findings: list[Finding], have_gpu_facts: bool) -> str:
     """faulty beats degraded beats healthy; no GPU facts at all is unknown."""
     if not have_gpu_facts:
         return "unknown"
@@ -323,7 +323,7 @@ def hardware_verdict(
         findings.append(xid_finding(ev) if ev["kind"] == "xid" else sxid_finding(ev))
     order = {s: n for n, s in enumerate(SEVERITIES)}
     findings.sort(key=lambda f: (order.get(f.severity, 9), f.gpu if f.gpu is not None else -1, f.check))
-    verdict = verdict_of(findings, bool(gpus))
+    verdict = decide(findings, bool(gpus))
     return {
         "verdict": verdict,
         "findings": [asdict(f) for f in findings],

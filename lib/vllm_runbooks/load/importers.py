@@ -262,7 +262,7 @@ def _guidellm_record(item: dict[str, Any], i: int, level: int, stage: str, statu
 # -- result -----------------------------------------------------------------------------------
 def import_results(config: Any) -> LoadCheckResult:
     """A LoadCheckResult from ``config.results_file``; inconclusive (with why) when unreadable."""
-    from .stage import verdict
+    from .stage import decide
 
     path = str(config.results_file)
     base = LoadCheckResult(source=path, started_at=utc_now(), config=config.to_dict())
@@ -321,7 +321,7 @@ def import_results(config: Any) -> LoadCheckResult:
     base.target_concurrency_reason = (
         f"imported {kind} results: only a live ramp against the endpoint verifies the target concurrency"
     )
-    base.verdict, base.reason = verdict(base, config)
+    base.verdict, base.reason = decide(base, config)
     return base
 
 

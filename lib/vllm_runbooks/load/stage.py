@@ -339,13 +339,13 @@ def run(config: Config | None = None, *, quiet: bool = False, **overrides: Any) 
             result.warnings.append(check["warning"])
     else:
         result.target_concurrency_reason = "the ramp did not run: target concurrency not verified"
-    result.verdict, result.reason = verdict(result, config, unreachable=bool(ctx.shared.get("unreachable")))
+    result.verdict, result.reason = decide(result, config, unreachable=bool(ctx.shared.get("unreachable")))
     if result.warnings:
         result.reason += "; warning: " + "; ".join(result.warnings)
     return result
 
 
-def verdict(result: LoadCheckResult, config: Config, *, unreachable: bool = False) -> tuple[str, str]:
+def decide(result: LoadCheckResult, config: Config, *, unreachable: bool = False) -> tuple[str, str]:
     """pass / degraded / failing / inconclusive, with the reason.
 
     inconclusive: nothing could be measured (endpoint unreachable, no stage sent a request).
@@ -382,4 +382,4 @@ def verdict(result: LoadCheckResult, config: Config, *, unreachable: bool = Fals
     return "pass", reason
 
 
-__all__ = ["LIMITS", "STAGE_COUNTERS", "Config", "format_plan", "plan", "run", "verdict"]
+__all__ = ["LIMITS", "STAGE_COUNTERS", "Config", "decide", "format_plan", "plan", "run"]

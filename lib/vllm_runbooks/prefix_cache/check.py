@@ -1,6 +1,6 @@
 """The prefix-cache check as one object that runs runbook 04's steps against one endpoint.
 
-Each step returns a result that displays itself and is kept on the check, so ``verdict()`` and
+Each step returns a result that displays itself and is kept on the check, so ``decide()`` and
 ``result()`` see everything that ran (``prefix_cache.stage.run`` drives every step in order).
 Steps that cannot run (no endpoint, no JSONL, retention not asked for) return a result that
 says so; nothing here raises to the notebook.
@@ -198,7 +198,7 @@ class PrefixCacheCheck:
         )
         return self.retention_result
 
-    def verdict(self) -> Verdict:
+    def decide(self) -> Verdict:
         """The verdict from everything that ran (steps not run count as not known, never as fine)."""
         inp = self._inputs()
         retention = (
@@ -218,7 +218,7 @@ class PrefixCacheCheck:
     def result(self) -> PrefixCacheResult:
         """Everything that ran, as runbook 04's stage result (the verdict is reached if not yet)."""
         return PrefixCacheResult(
-            verdict=self.verdict_result or self.verdict(),
+            verdict=self.verdict_result or self.decide(),
             inputs=self.inputs_result,
             enablement=self.enablement_result,
             granularity=self.granularity_result,

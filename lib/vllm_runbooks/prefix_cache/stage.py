@@ -64,7 +64,7 @@ def run(config: Config, *, client: Any = None) -> PrefixCacheResult:
         check.fit()
         check.mismatch(config.requests_jsonl)
         check.retention(config.retention_check)
-        check.verdict()
+        check.decide()
         return check.result()
     finally:
         check.close()
