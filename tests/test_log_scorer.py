@@ -1,10 +1,11 @@
 """The learned log scorer: shipped weights reproducible, verdict rules kept, bounded, explainable.
 
 Inputs are the real labelled excerpts (``../shared/corpus/logs_dev.jsonl``, ``tests/data/logs_*``);
-``tests/data/logs_blind_2026_12.jsonl`` is the batch collected for issue 19 from threads of
-projects not in the other sets, scored with the code as it was before the scorer (figures in
-``docs/LOG_DIAGNOSIS.md``), then added to the training data: it is no longer unseen, so the floors
-here guard behaviour, not generalisation (that is the leave-one-project-out figure).
+``tests/data/logs_blind_2026_12.jsonl`` and ``logs_blind_2026_12b.jsonl`` are the batches collected
+for issue 19 from threads of projects not in the sets before them, each scored with the code as it
+was before the change it led to (figures in ``docs/LOG_DIAGNOSIS.md``), then added to the training
+data: they are no longer unseen, so the floors here guard behaviour, not generalisation (that is
+the leave-one-project-out figure).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from vllm_runbooks.logs.verdict import SCORABLE, apply_scores
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
 BLIND = DATA / "logs_blind_2026_12.jsonl"
-SETS = [DATA / "logs_heldout.jsonl", DATA / "logs_other_projects.jsonl", BLIND]
+BLIND_B = DATA / "logs_blind_2026_12b.jsonl"
+SETS = [DATA / "logs_heldout.jsonl", DATA / "logs_other_projects.jsonl", BLIND, BLIND_B]
 SHIPPED = ROOT / "lib" / "vllm_runbooks" / "data" / "log_scorer.json"
 SCRIPT = ROOT / "scripts" / "train_log_scorer.py"
 
@@ -173,12 +175,14 @@ def test_rules_hold_on_every_labelled_excerpt(rows: list[dict]) -> None:
     assert f["precision_named"] >= 0.95, f
 
 
-def test_blind_batch_figures_after_training_on_it() -> None:
-    # Before the scorer (same signatures): accuracy 0.529, precision 0.955, recall 0.467. It is
-    # training data now, so this guards against regressions, it is not an unseen-data figure.
-    rows = load_corpus(BLIND)
+@pytest.mark.parametrize(("batch", "floor"), [(BLIND, 0.8), (BLIND_B, 0.85)], ids=["batch1", "batch2"])
+def test_blind_batch_figures_after_training_on_it(batch: Path, floor: float) -> None:
+    # Scored before the change each led to: batch 1 accuracy 0.529 / precision 0.955 / recall
+    # 0.467 (signatures only), batch 2 0.664 / 0.952 / 0.664. Both are training data now, so this
+    # guards against regressions; it is not an unseen-data figure (docs/LOG_DIAGNOSIS.md).
+    rows = load_corpus(batch)
     f = figures([(r["label"], diagnose_text(r["log"]).label) for r in rows])
-    assert f["accuracy"] >= 0.7 and f["precision_named"] >= 0.95, f
+    assert f["accuracy"] >= floor and f["precision_named"] >= 0.95, f
     assert f["failures_called_healthy"] == 0 and f["healthy_called_failure"] == 0, f
 
 
@@ -195,13 +199,14 @@ def test_apply_scores_leaves_decided_verdicts_alone(model: Model) -> None:
 
 # -- bounded --------------------------------------------------------------------------------------
 def test_scorer_lines_are_bounded_first_and_last() -> None:
-    line = _row("bl-shm-03")["log"]  # one real Triton line, repeated: a log that only fails
+    # one real vLLM line no signature decides, repeated: a log that only fails
+    line = next(x for x in _row("bl-arch-05")["log"].splitlines() if "FP8 quantized models" in x)
     text = "\n".join(f"{line} #{i}" for i in range(3000)) + "\n"
     d, lines = signature_diagnosis(text.encode())
     assert len(lines) == HEAD_LINES + TAIL_LINES
     assert [ln.line for ln in lines[:2]] == [1, 2] and lines[-1].line == 3000
     full = diagnose_text(text)
-    assert full.label == "shm_insufficient" and full.confidence == "likely"
+    assert full.label == "arch_unsupported" and full.confidence == "likely"
     assert len(full.scorer["lines"]) <= 3
 
 
@@ -212,17 +217,20 @@ def test_phase_markers_reach_the_features() -> None:
 
 
 # -- data and view --------------------------------------------------------------------------------
-def test_blind_batch_is_well_formed_and_from_new_threads() -> None:
-    rows = load_corpus(BLIND)
+@pytest.mark.parametrize(("batch", "earlier"), [(BLIND, ()), (BLIND_B, (BLIND,))], ids=["batch1", "batch2"])
+def test_blind_batch_is_well_formed_and_from_new_threads(batch: Path, earlier: tuple[Path, ...]) -> None:
+    rows = load_corpus(batch)
     assert len(rows) >= 40
     keys = {"id", "label", "secondary_labels", "source_url", "software", "context", "log"}
     assert all(keys <= set(r) for r in rows) and len({r["id"] for r in rows}) == len(rows)
     assert all(r["label"] in LABELS and r["source_url"].startswith("https://github.com/") for r in rows)
-    others = [DATA / "logs_heldout.jsonl", DATA / "logs_other_projects.jsonl"]
+    urls = [r["source_url"].rstrip("/") for r in rows]
+    assert len(set(urls)) == len(urls)  # one excerpt per thread
+    others = [DATA / "logs_heldout.jsonl", DATA / "logs_other_projects.jsonl", *earlier]
     if DEV_CORPUS.exists():
         others.append(DEV_CORPUS)
     seen = {json.loads(x)["source_url"].rstrip("/") for p in others for x in p.open(encoding="utf-8") if x.strip()}
-    assert not seen & {r["source_url"].rstrip("/") for r in rows}
+    assert not seen & set(urls)
 
 
 def test_scorer_lines_section_is_validated() -> None:

@@ -17,6 +17,57 @@ SIGS = load_signatures()
 # Fixed wording from NVIDIA / PyTorch / vLLM / NCCL sources (see each signature's `source`),
 # embedded in realistic prefixes. One or more per label.
 CASES: list[tuple[str, str]] = [
+    # Wordings from the second blind batch (tests/data/logs_blind_2026_12b.jsonl), one per fact.
+    (
+        "driver_too_old",
+        "This container was built for NVIDIA Driver Release 545.23 or later, butversion 535.104.05 was detected and compatibility mode is UNAVAILABLE",  # noqa: E501
+    ),
+    ("driver_too_old", 'msg="Unable to load cudart" error="your nvidia driver is too old or missing."'),
+    ("driver_too_old", "nvidia-docker | 2016/08/22 12:54:02 Error: unsupported CUDA version: driver 7.5 < image 8.0"),
+    (
+        "no_gpu_visible",
+        "nvidia-container-cli: initialization error: WSL environment detected but no adapters were found",
+    ),
+    ("libcuda_missing", 'Unable to find cuda lib under the names ["cuda", "nvcuda"]. Please open GitHub issue.'),
+    ("libcuda_missing", "RuntimeError: Failed to dlopen libcuda.so"),
+    ("arch_unsupported", "ERROR: CUDA kernel mul_mat_vec has no device code compatible with CUDA arch 520."),
+    (
+        "arch_unsupported",
+        "[TensorRT-LLM Error][CutlassFp8RowwiseGemmRunner][GEMM Dispatch] Arch unsupported for CUTLASS gated GEMM",
+    ),  # noqa: E501
+    ("shm_insufficient", "(raylet) store_runner.cc:83: System memory request exceeds memory available in /dev/shm."),
+    (
+        "shm_insufficient",
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+    ),  # noqa: E501
+    ("abi_or_wheel_mismatch", "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:"),
+    ("abi_or_wheel_mismatch", "A module that was compiled using NumPy 1.x cannot be run in"),
+    (
+        "abi_or_wheel_mismatch",
+        "RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA versions.",
+    ),
+    ("abi_or_wheel_mismatch", "RuntimeError: operator torchvision::nms does not exist"),
+    ("kv_cache_insufficient", "INFO 04-27 10:13:05 llm_engine.py:275] # GPU blocks: 0, # CPU blocks: 256"),
+    (
+        "kv_cache_insufficient",
+        "[TensorRT-LLM][ERROR] maxTokensInPagedKvCache must be large enough to process at least 1 sequence",
+    ),  # noqa: E501
+    (
+        "oom_runtime",
+        "RuntimeError: [TM][ERROR] CUDA runtime error: out of memory /lmdeploy/src/turbomind/utils/allocator.h:231",
+    ),  # noqa: E501
+    (
+        "oom_runtime",
+        "CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): out of memory (tllmBuffers.h:112)",
+    ),  # noqa: E501
+    ("oom_runtime", "0.05.672.381 E graph_reserve: failed to allocate compute buffers"),
+    ("tool_call_parse_error", "Error in parse_streaming_increment: Unexpected character"),
+    ("other_config_error", "error: invalid argument: -hf"),
+    (
+        "other_config_error",
+        'Error: ArgumentValidation("`max_input_tokens`(65537) must be < `max_total_tokens`(65536)")',
+    ),
+    ("nccl_error", "invalid usage ... Last NCCL warning(error): 'Bootstrap : no socket interface found'"),
     (
         "driver_too_old",
         "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 12040).",
