@@ -343,6 +343,10 @@ def start_target(
             "PYTHONUNBUFFERED": "1",
         }
     )
+    # The model runs inside the engine-core process instead of a third spawned process (vLLM's CPU
+    # platform always spawns, and each spawn re-imports torch and vLLM): a start takes 26 s instead
+    # of 33 s on the 2-core machine and the server holds one interpreter less. Same HTTP server.
+    env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     env.pop("VLLM_API_KEY", None)  # only a configured key protects the server
     if config.api_key_env:
         # vLLM reads VLLM_API_KEY itself, so the key never appears on the command line or in state.
