@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 #: (tests/conftest.py's scheduler). TEST_WORKERS=0: serial.
 TEST_WORKERS ?= 2
 
-.PHONY: demo test lab lint install target clean-runs
+.PHONY: demo test test-setup test-venv test-browser lab lint install target clean-runs
 
 $(BASE_STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,11 +37,22 @@ lint: $(BASE_STAMP)
 	$(VENV)/bin/ruff check lib tests scripts benchmarks runbooks notebooks
 	$(VENV)/bin/ruff format --check lib tests scripts benchmarks
 
-test: $(TARGET_STAMP) $(FLEET_STAMP)
+# The pip installs (one after another: they share the venv) and Debian's chromium (apt) run side by
+# side on a fresh machine.
+test: test-setup
 	$(VENV)/bin/ruff check lib tests scripts benchmarks runbooks notebooks
 	$(VENV)/bin/ruff format --check lib tests scripts benchmarks
 	bash scripts/install_browser.sh $(VENV)
 	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+test-setup:
+	$(MAKE) --no-print-directory -j2 test-venv test-browser
+
+test-venv:
+	$(MAKE) --no-print-directory -j1 $(TARGET_STAMP) $(FLEET_STAMP)
+
+test-browser:
+	bash scripts/install_browser.sh --system-only
 
 demo: $(TARGET_STAMP)
 	$(PY) scripts/demo.py

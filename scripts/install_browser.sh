@@ -3,6 +3,8 @@
 # Python (pip, the project's dev extra) into a venv.
 #
 # Usage: scripts/install_browser.sh [VENV]   (default: .venv)
+#        scripts/install_browser.sh --system-only   (chromium only: `make test` runs this beside the
+#        pip installs, so apt's download and unpack overlap them)
 #
 # Why Debian's chromium and not `playwright install`: Playwright downloads its own browser build
 # from its own hosts, which a machine that reaches only package registries cannot do. The tests
@@ -12,6 +14,11 @@
 # the install can run).
 set -uo pipefail
 
+SYSTEM_ONLY=0
+if [[ "${1:-}" == "--system-only" ]]; then
+    SYSTEM_ONLY=1
+    shift
+fi
 VENV="${1:-.venv}"
 PY="$VENV/bin/python"
 
@@ -31,6 +38,9 @@ else
         || echo "install_browser: apt-get install chromium failed: the browser tests will skip" >&2
 fi
 
+if [[ "$SYSTEM_ONLY" == "1" ]]; then
+    exit 0
+fi
 if [[ -x "$PY" ]] && ! "$PY" -c "import playwright.sync_api" >/dev/null 2>&1; then
     echo "install_browser: installing Playwright for Python (pip)" >&2
     "$PY" -m pip install --quiet "playwright>=1.45" >&2 \

@@ -136,8 +136,8 @@ def run(config: Config) -> FleetResult:
                 jobs.append(Job(a.node, str(a.bundle), str(fleet / a.node), target, source, today))
         if any(a.simulated for a in answers):
             notes.append("Some nodes answered through the test seam (source 'simulated'): not real evidence.")
-    assessed = survey_nodes(jobs, workers=config.workers, progress=_progress(len(jobs)))
-    nodes = sorted(assessed + rows, key=lambda r: r.node)
+    surveyed = survey_nodes(jobs, workers=config.workers, progress=_progress(len(jobs)))
+    nodes = sorted(surveyed + rows, key=lambda r: r.node)
     plan = make_plan(nodes, target, few=config.few_nodes, wave_size=config.wave_size)
     return FleetResult(
         mode=mode,
