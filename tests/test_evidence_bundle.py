@@ -124,6 +124,11 @@ def test_manifest_load_and_tamper(tmp_path: Path) -> None:
     assert Evidence.load(edir, verify=False).source == str(R575)
 
 
+def test_only_collects_the_collectors_asked_for(tmp_path: Path) -> None:
+    ev = collect_evidence(R575, run_dir=tmp_path / "run", only=["nvidia", "host"])
+    assert set(ev.items) == {"host", "nvidia"}
+
+
 def test_never_overwrites_evidence(tmp_path: Path) -> None:
     collect_evidence(R575, run_dir=tmp_path / "run", only=["host"])
     with pytest.raises(FileExistsError):

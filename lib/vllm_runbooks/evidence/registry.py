@@ -316,11 +316,12 @@ def run_collectors(ctx: Context, only: list[str] | None = None) -> dict[str, Ite
         return item
 
     steps.run_steps(
-        (c for c in registered_collectors() if (only is None or c.name in only) and _applies(c, ctx)),
+        (c for c in registered_collectors() if _applies(c, ctx)),
         start=lambda col: _gated(lambda: col.fn(ctx), col.name),
         finding=lambda col, why: _finding(col.name, why),
         finish=finish,
         timeout_s=ctx.collector_timeout_s,
+        only=only,
         thread_prefix="collector",
     )
     return ctx.results
