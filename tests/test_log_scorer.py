@@ -103,10 +103,15 @@ def test_prediction_needs_no_training_library() -> None:
     assert r.stdout.strip() == "", f"prediction imported {r.stdout.strip()}"
 
 
-def test_malformed_model_file_is_refused_not_half_read() -> None:
-    for bad in ({}, {"format": "other"}, {"format": "vllm-runbooks-log-scorer"}):
+def test_malformed_model_file_is_refused_not_half_read(model: Model) -> None:
+    good = model.to_json()
+    naive_bayes = {k: v for k, v in good.items() if k != "model"}  # the earlier scorer's layout
+    short_bias = {**good, "params": {**good["params"], "bias": good["params"]["bias"][:-1]}}
+    cold = {**good, "params": {**good["params"], "temperature": 0}}
+    for bad in ({}, {"format": "other"}, {"format": "vllm-runbooks-log-scorer"}, naive_bayes, short_bias, cold):
         with pytest.raises((ValueError, KeyError)):
             Model.from_json(bad)
+    assert Model.from_json(good).weights == model.weights
 
 
 # -- what it says ---------------------------------------------------------------------------------
@@ -145,10 +150,12 @@ def test_none_is_a_candidate_that_names_nothing(model: Model) -> None:
     fake = Model.from_json(model.to_json())
     fake.threshold = 0.0
     none = fake.classes.index("none")
-    fake.counts = {"w:zzz": {none: 50}, "w:yyy": {c: 50 for c in range(len(fake.classes)) if c != none}}
-    fake._denominators = None
+    fake.bias = [0.0] * len(fake.classes)
+    fake.weights = {"w:zzz": {none: 5.0}, "w:yyy": {c: 5.0 for c in range(len(fake.classes)) if c != none}}
     pred = predict(fake, [ScoredLine(3, "zzz")])
     assert pred is not None and pred.label == "none" and not pred.names_cause
+    pred = predict(fake, [ScoredLine(4, "yyy")])  # every cause alike: a tie, and still none wins nothing
+    assert pred is not None and pred.label != "none" and pred.score < 0.2
 
 
 def test_predict_without_lines_is_none(model: Model) -> None:

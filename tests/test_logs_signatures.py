@@ -167,6 +167,20 @@ CASES: list[tuple[str, str]] = [
         'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nZeroDivisionError: division by zero',
     ),
     ("healthy", "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)"),
+    # other servers' proof that a request was answered (their real access-log wordings)
+    ("healthy", '[GIN] 2024/08/13 - 09:25:57 | 200 |    4.1007296s |       127.0.0.1 | POST     "/api/chat"'),
+    (
+        "healthy",
+        'INFO [      log_server_request] request | tid="1260" timestamp=1726381613 remote_addr="127.0.0.1" '
+        'remote_port=59038 status=200 method="GET" path="/health" params={}',
+    ),
+    (
+        "healthy",
+        '2025-08-09T19:34:54.020913Z  INFO openai_embed{total_time="1.06s"}: text_embeddings_router::http::server: '
+        "router/src/http/server.rs:1290: Success",
+    ),
+    ("healthy", "[2025-04-17 18:32:17][INFO][LM STUDIO SERVER] First token generated. Continuing to stream response.."),
+    ("healthy", "prompt eval time =    1327.47 ms /   405 tokens (    3.28 ms per token,   305.09 tokens per second)"),
     ("inconclusive", "INFO 09-03 16:28:17 [__init__.py:1773] Using max model len 32768"),
 ]
 

@@ -103,7 +103,7 @@ def test_json_carries_label_confidence_evidence_and_would_decide(tmp_path: Path)
     p = tmp_path / "a.log"
     p.write_text("INFO Using max model len 32768\n")
     q = tmp_path / "b.log"
-    q.write_text("ERROR x Authorization: Bearer sk-abcdefghijklmnop1234567890 failed\nRuntimeError: No CUDA GPUs\n")
+    q.write_text("ERROR x Authorization: Bearer sk-abcdefghijklmnop1234567890 failed\nRuntimeError: frobnicator\n")
     r = subprocess.run(
         [sys.executable, "-m", "vllm_runbooks.cli", "diagnose-log", "--format", "json", str(p), str(q)],
         capture_output=True,

@@ -8,12 +8,13 @@ same prefilter pass as the signatures, a bounded number) and scores every cause 
 word pairs and character 4-grams of those lines, normalised NVIDIA / NCCL return codes, library
 names and the start-up phase the line was printed in (the OOM phase markers).
 
-The model is a multinomial naive Bayes over binary features, chosen because each weight is a
-count a reviewer can read ("this word was seen in 5 ``shm_insufficient`` excerpts"), training is
-a deterministic tally (``scripts/train_log_scorer.py``), and prediction is pure Python. Weights
-ship as data: ``data/log_scorer.json`` with the SHA-256 of its training data and the script's
-version. Its answer is never ``decisive``; below the calibrated threshold it names nothing
-(``verdict.apply_scores`` keeps ``unrecognized_error`` / ``inconclusive`` and shows the scores).
+The model is a multinomial logistic regression over those binary features (each log's vector
+scaled to unit length), trained offline and deterministically by ``scripts/train_log_scorer.py``;
+prediction is a weighted sum and a softmax in pure Python. Weights ship as data:
+``data/log_scorer.json`` (one feature a line, its weight toward each label) with the SHA-256 of
+its training data and the script's version. Its answer is never ``decisive``; below the
+calibrated threshold it names nothing (``verdict.apply_scores`` keeps ``unrecognized_error`` /
+``inconclusive`` and shows the scores).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ REST_LINES = 3
 TOP_CANDIDATES = 3
 MODEL_FILE = "log_scorer.json"
 MODEL_FORMAT = "vllm-runbooks-log-scorer"
+#: The kind of model in the file; a file of another kind (the earlier naive Bayes) is refused.
+MODEL_KIND = "logistic-regression"
 
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/]+[\w.@+~-]+){2,}[\\/]?")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
@@ -127,97 +130,96 @@ def feature_kind(feature: str) -> str:
 
 @dataclass
 class Model:
-    """Naive Bayes counts as shipped: per feature, in how many training logs of each label it was."""
+    """A multinomial logistic regression as shipped: per feature, its weight toward each label.
+
+    Why this model: the first scorer (naive Bayes counts) ranked the right cause first for about
+    half of what it missed, but its scores for new wordings stayed below any threshold that kept
+    its precision; a discriminative model trained on the same features learns which features
+    separate neighbouring causes (``oom_weights`` / ``oom_runtime``, ``nccl_error`` /
+    ``shm_insufficient``) instead of counting each feature on its own. Every weight is still one
+    reviewable number per feature and label ("``w:shm`` pushes +1.8 toward ``shm_insufficient``").
+    """
 
     classes: list[str]
-    class_docs: list[int]
-    counts: dict[str, dict[int, int]]
-    weights: dict[str, float]
-    alpha: float
+    #: feature -> {label index: weight}; a feature whose weights all rounded to 0 keeps an empty
+    #: map, because it still counts in the length the input is normalised by.
+    weights: dict[str, dict[int, float]]
+    bias: list[float]
+    #: How much each kind of feature counts in the input vector (``w``, ``b``, ``c``, ...).
+    kind_weights: dict[str, float]
     temperature: float
     threshold: float
     meta: dict[str, Any] = field(default_factory=dict)
-    _denominators: list[float] | None = None
 
-    def denominators(self) -> list[float]:
-        """Per label: the weighted feature total plus smoothing (the NB normaliser)."""
-        if self._denominators is None:
-            tot = [0.0] * len(self.classes)
-            for feat, per in self.counts.items():
-                w = self.weights.get(feature_kind(feat), 1.0)
-                for c, n in per.items():
-                    tot[c] += w * n
-            vocab = len(self.counts)
-            self._denominators = [t + self.alpha * vocab for t in tot]
-        return self._denominators
+    def inputs(self, feats: set[str]) -> dict[str, float]:
+        """The input vector: known features by kind weight, scaled to unit length.
 
-    def log_theta(self, feat: str, c: int) -> float:
-        """log P(feature | label) with add-alpha smoothing (weighted counts)."""
-        w = self.weights.get(feature_kind(feat), 1.0)
-        n = self.counts.get(feat, {}).get(c, 0)
-        return math.log(w * n + self.alpha) - math.log(self.denominators()[c])
-
-    def joint(self, feats: set[str]) -> list[float]:
-        """Log score per label: the mean weighted log-likelihood of the known features.
-
-        A uniform prior; features never seen in training are ignored. The mean (not the sum)
-        keeps a log with many lines from looking more certain than one with a single line, which
-        is what lets one temperature calibrate every log.
+        Unit length keeps a log with many failure-looking lines from looking more certain than
+        a log with one line; features never seen in training are ignored.
         """
-        known = sorted(f for f in feats if f in self.counts)
-        scores = []
-        for c in range(len(self.classes)):
-            s = 0.0
-            for f in known:
-                s += self.weights.get(feature_kind(f), 1.0) * self.log_theta(f, c)
-            scores.append(s / max(1, len(known)))
-        return scores
+        known = sorted(f for f in feats if f in self.weights)
+        vals = {f: self.kind_weights.get(feature_kind(f), 1.0) for f in known}
+        norm = math.sqrt(sum(v * v for v in vals.values()))
+        return {f: v / norm for f, v in vals.items()} if norm > 0 else {}
+
+    def logits(self, feats: set[str]) -> list[float]:
+        """Per label: bias plus the weighted sum of the log's (normalised) features."""
+        out = list(self.bias)
+        for f, v in self.inputs(feats).items():
+            for c, w in self.weights[f].items():
+                out[c] += v * w
+        return out
 
     def posterior(self, feats: set[str]) -> list[float]:
-        """Calibrated probabilities: softmax of the joint scores divided by the temperature."""
-        j = self.joint(feats)
+        """Calibrated probabilities: softmax of the logits divided by the temperature."""
+        j = self.logits(feats)
         top = max(j)
         ex = [math.exp((x - top) / self.temperature) for x in j]
         z = sum(ex)
         return [x / z for x in ex]
 
     def to_json(self) -> dict[str, Any]:
-        """The shipped layout (sorted, integer counts): byte-reproducible from the same data."""
+        """The shipped layout (sorted, rounded weights): byte-reproducible from the same data."""
         return {
             "format": MODEL_FORMAT,
+            "model": MODEL_KIND,
             **self.meta,
             "classes": self.classes,
-            "class_docs": self.class_docs,
             "params": {
-                "alpha": self.alpha,
-                "weights": dict(sorted(self.weights.items())),
+                "bias": self.bias,
+                "kind_weights": dict(sorted(self.kind_weights.items())),
                 "temperature": self.temperature,
                 "threshold": self.threshold,
             },
-            "features": {f: [[c, n] for c, n in sorted(per.items())] for f, per in sorted(self.counts.items())},
+            "features": {f: [[c, w] for c, w in sorted(per.items())] for f, per in sorted(self.weights.items())},
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Model:
-        """Read the shipped layout back (checked: a malformed file raises ``ValueError``)."""
-        if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT:
-            raise ValueError("not a log scorer file")
+        """Read the shipped layout back (checked: a malformed or other kind of file raises ``ValueError``)."""
+        if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT or data.get("model") != MODEL_KIND:
+            raise ValueError("not a log scorer file of this version")
         p = data["params"]
         classes = [str(c) for c in data["classes"]]
-        counts = {
-            str(f): {int(c): int(n) for c, n in per if 0 <= int(c) < len(classes)}
+        bias = [float(b) for b in p["bias"]]
+        if len(bias) != len(classes):
+            raise ValueError("bias does not match the labels")
+        weights = {
+            str(f): {int(c): float(w) for c, w in per if 0 <= int(c) < len(classes)}
             for f, per in data["features"].items()
         }
-        meta = {k: v for k, v in data.items() if k not in ("format", "classes", "class_docs", "params", "features")}
+        temperature = float(p["temperature"])
+        if not temperature > 0:
+            raise ValueError("temperature must be positive")
+        skip = ("format", "model", "classes", "params", "features")
         return cls(
             classes=classes,
-            class_docs=[int(x) for x in data["class_docs"]],
-            counts=counts,
-            weights={str(k): float(v) for k, v in p["weights"].items()},
-            alpha=float(p["alpha"]),
-            temperature=float(p["temperature"]),
+            weights=weights,
+            bias=bias,
+            kind_weights={str(k): float(v) for k, v in p["kind_weights"].items()},
+            temperature=temperature,
             threshold=float(p["threshold"]),
-            meta=meta,
+            meta={k: v for k, v in data.items() if k not in skip},
         )
 
 
@@ -265,18 +267,16 @@ def predict(model: Model, lines: Sequence[ScoredLine]) -> Prediction | None:
 def _rested_on(model: Model, lines: Sequence[ScoredLine], per_line: list[set[str]], best: int) -> list[dict[str, Any]]:
     """The lines whose features pull hardest toward ``best`` against the other labels' mean."""
     n = len(model.classes)
-    scored: list[tuple[float, int]] = []
-    for i, feats in enumerate(per_line):
-        s = 0.0
-        for f in feats:
-            if f not in model.counts:
-                continue
-            w = model.weights.get(feature_kind(f), 1.0)
-            mine = model.log_theta(f, best)
-            others = sum(model.log_theta(f, c) for c in range(n) if c != best) / max(1, n - 1)
-            s += w * (mine - others)
-        scored.append((s, i))
-    scored.sort(key=lambda t: (-t[0], lines[t[1]].line))
+    inputs = model.inputs(set().union(*per_line))
+    pull = {}
+    for f in inputs:
+        per = model.weights[f]
+        others = sum(w for c, w in per.items() if c != best) / max(1, n - 1)
+        pull[f] = inputs[f] * (per.get(best, 0.0) - others)
+    scored = sorted(
+        ((sum(pull.get(f, 0.0) for f in feats), i) for i, feats in enumerate(per_line)),
+        key=lambda t: (-t[0], lines[t[1]].line),
+    )
     out = []
     for s, i in scored[:REST_LINES]:
         if s <= 0 and out:
