@@ -157,6 +157,22 @@ CASES: list[tuple[str, str]] = [
         "tool_call_parse_error",
         '{"message":"\\"auto\\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"}',
     ),
+    (
+        "arch_unsupported",
+        "what():  [FT][ERROR] CUDA runtime error: invalid device function /workspace/build/kernel.cu:1077",
+    ),
+    (
+        "arch_unsupported",
+        "RuntimeError: Found NVIDIA GeForce GTX 1080 which is too old to be supported by the triton GPU compiler, "
+        "which is used as the backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is 6.1",
+    ),
+    ("arch_unsupported", "ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU"),
+    ("arch_unsupported", "[E] FP8 precision requires an Ada or Hopper GPU or newer"),
+    ("container_toolkit_requirement", 'FATA[0000] exec: "nvidia-container-cli": executable file not found in $PATH'),
+    (
+        "container_toolkit_requirement",
+        'Driver Failure: Failed to create container configuration: requested docker runtime "nvidia" was not found',
+    ),
     ("other_config_error", "vllm: error: unrecognized arguments: --foo"),
     (
         "other_config_error",
@@ -181,6 +197,10 @@ CASES: list[tuple[str, str]] = [
     ),
     ("healthy", "[2025-04-17 18:32:17][INFO][LM STUDIO SERVER] First token generated. Continuing to stream response.."),
     ("healthy", "prompt eval time =    1327.47 ms /   405 tokens (    3.28 ms per token,   305.09 tokens per second)"),
+    ("healthy", '[INFO ] ACCESS_LOG - /127.0.0.1:51504 "GET /models/gpt_fast?customized=false HTTP/1.1" 200 25'),
+    ("healthy", "[<ip>]:53912  200  -  POST     /v1/chat/completions"),
+    ("healthy", "Running on local URL:  http://127.0.0.1:7860"),
+    ("healthy", "To see the GUI go to: http://127.0.0.1:8188"),
     ("inconclusive", "INFO 09-03 16:28:17 [__init__.py:1773] Using max model len 32768"),
 ]
 
