@@ -137,7 +137,7 @@ class Model:
     its precision; a discriminative model trained on the same features learns which features
     separate neighbouring causes (``oom_weights`` / ``oom_runtime``, ``nccl_error`` /
     ``shm_insufficient``) instead of counting each feature on its own. Every weight is still one
-    reviewable number per feature and label ("``w:shm`` pushes +1.8 toward ``shm_insufficient``").
+    reviewable number per feature and label ("``w:shm`` pushes +5.28 toward ``shm_insufficient``").
     """
 
     classes: list[str]
