@@ -1,8 +1,8 @@
 """The learned log scorer: shipped weights reproducible, verdict rules kept, bounded, explainable.
 
 Inputs are the real labelled excerpts (``../shared/corpus/logs_dev.jsonl``, ``tests/data/logs_*``);
-``tests/data/logs_blind_2026_12.jsonl``, ``logs_blind_2026_12b.jsonl``, ``_12c`` and ``_12d`` are the batches collected
-for issue 19 from threads of projects not in the sets before them, each scored with the code as it
+``tests/data/logs_blind_2026_12.jsonl``, ``logs_blind_2026_12b.jsonl``, ``_12c``, ``_12d`` and ``_12e`` are the
+batches collected for issue 19 from threads of projects not in the sets before them, each scored with the code as it
 was before the change it led to (figures in ``docs/LOG_DIAGNOSIS.md``), then added to the training
 data: they are no longer unseen, so the floors here guard behaviour, not generalisation (that is
 the leave-one-project-out figure).
@@ -34,7 +34,8 @@ BLIND = DATA / "logs_blind_2026_12.jsonl"
 BLIND_B = DATA / "logs_blind_2026_12b.jsonl"
 BLIND_C = DATA / "logs_blind_2026_12c.jsonl"
 BLIND_D = DATA / "logs_blind_2026_12d.jsonl"
-SETS = [DATA / "logs_heldout.jsonl", DATA / "logs_other_projects.jsonl", BLIND, BLIND_B, BLIND_C, BLIND_D]
+BLIND_E = DATA / "logs_blind_2026_12e.jsonl"
+SETS = [DATA / "logs_heldout.jsonl", DATA / "logs_other_projects.jsonl", BLIND, BLIND_B, BLIND_C, BLIND_D, BLIND_E]
 SHIPPED = ROOT / "lib" / "vllm_runbooks" / "data" / "log_scorer.json"
 SCRIPT = ROOT / "scripts" / "train_log_scorer.py"
 
@@ -186,19 +187,23 @@ def test_rules_hold_on_every_labelled_excerpt(rows: list[dict]) -> None:
 
 @pytest.mark.parametrize(
     ("batch", "floor", "precision"),
-    [(BLIND, 0.85, 0.95), (BLIND_B, 0.85, 0.95), (BLIND_C, 0.85, 0.95), (BLIND_D, 0.85, 0.92)],
-    ids=["batch1", "batch2", "batch3", "batch4"],
+    [(BLIND, 0.85, 0.95), (BLIND_B, 0.85, 0.95), (BLIND_C, 0.85, 0.95), (BLIND_D, 0.85, 0.92), (BLIND_E, 0.80, 0.88)],
+    ids=["batch1", "batch2", "batch3", "batch4", "batch5"],
 )
 def test_blind_batch_figures_after_training_on_it(batch: Path, floor: float, precision: float) -> None:
     # Scored before the change each led to: batch 1 accuracy 0.529 / precision 0.955 / recall
     # 0.467 (signatures only), batch 2 0.664 / 0.952 / 0.664, batch 3 0.596 / 0.946 / 0.609,
     # batch 4 0.607 / 0.894 / 0.578 with the naive Bayes scorer, 0.664 / 0.904 / 0.647 with the
-    # logistic regression trained without it. All are training data now, so this guards against
-    # regressions; it is not an unseen-data figure (docs/LOG_DIAGNOSIS.md). Batch 4's precision
-    # floor is lower because its collectors read six excerpts differently from a decisive
-    # signature (a toolkit error on a host without a loaded driver called no_gpu_visible, TGI's
-    # warm-up "Not enough memory to handle N prefill tokens" called oom_runtime); the labels stay
-    # as collected.
+    # logistic regression trained without it, batch 5 0.672 / 0.858 / 0.661 (0.647 / 0.816 / 0.628
+    # before six labels were set to the corpus convention for a missing toolkit library). All are
+    # training data now, so this guards against regressions; it is not an unseen-data figure
+    # (docs/LOG_DIAGNOSIS.md). Batch 4's precision floor is lower because its collectors read six
+    # excerpts differently from a decisive signature (a toolkit error on a host without a loaded
+    # driver called no_gpu_visible, TGI's warm-up "Not enough memory to handle N prefill tokens"
+    # called oom_runtime); the labels stay as collected. Batch 5's floors are lower still: its
+    # collectors placed eight OOMs with no phase marker at weight loading from the thread (the
+    # signatures say oom_runtime, likely, and ask for the phase), and read several start-up-only
+    # server logs as inconclusive.
     rows = load_corpus(batch)
     f = figures([(r["label"], diagnose_text(r["log"]).label) for r in rows])
     assert f["accuracy"] >= floor and f["precision_named"] >= precision, f

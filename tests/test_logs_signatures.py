@@ -173,6 +173,67 @@ CASES: list[tuple[str, str]] = [
         "container_toolkit_requirement",
         'Driver Failure: Failed to create container configuration: requested docker runtime "nvidia" was not found',
     ),
+    # blind batch 5 (2026-12-03): other programs' wording of known facts
+    (
+        "driver_too_old",
+        "[hevc_nvenc @ 0x5555] Driver does not support the required nvenc API version. Required: 12.0 Found: 11.1",
+    ),
+    (
+        "driver_too_old",
+        "UserWarning: CUDA Toolkit is newer than CUDA driver. Numba features will not work in this configuration.",
+    ),
+    (
+        "no_gpu_visible",
+        'level=INFO source=gpu.go:604 msg="no nvidia devices detected by library /usr/lib64/libcuda.so.575.64.05"',
+    ),
+    (
+        "no_gpu_visible",
+        "RuntimeError: Torch is not able to use GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS variable",
+    ),
+    ("no_gpu_visible", "modprobe: FATAL: Module nvidia not found in directory /lib/modules/6.2.0-1011-azure"),
+    ("arch_unsupported", "ERROR: ggml-cuda was compiled without support for the current GPU architecture."),
+    ("arch_unsupported", "[TensorRT-LLM][ERROR] Assertion failed: Unsupported architecture (/src/fmhaRunner.cpp:87)"),
+    (
+        "arch_unsupported",
+        "ERROR: ../rtSafe/cuda/caskUtils.cpp (80) - Assertion Error in trtSmToCask: 0 (Unsupported SM.)",
+    ),
+    ("arch_unsupported", "nvcc fatal   : Value 'sm_75' is not defined for option 'gpu-architecture'"),
+    ("shm_insufficient", "ValueError: The configured object store size (10.24 GB) exceeds /dev/shm size (8.0 GB)."),
+    (
+        "abi_or_wheel_mismatch",
+        "E cuda_dnn.cc:417] Loaded runtime CuDNN library: 8.5.0 but source was compiled with: 8.6.0.",
+    ),
+    ("abi_or_wheel_mismatch", "Outdated cuDNN installation found."),
+    (
+        "kv_cache_insufficient",
+        "(Worker_TP1 pid=104299) INFO 12-10 03:24:48 [gpu_worker.py:298] Available KV cache memory: -3.86 GiB",
+    ),
+    (
+        "kv_cache_insufficient",
+        "E llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache",
+    ),
+    ("kv_cache_insufficient", "AssertionError('Job requires 33 pages (only 32 available) and cannot be enqueued.')"),
+    ("oom_runtime", "<host>:2999605:3004403 [0] include/alloc.h:228 NCCL WARN Cuda failure 2 'out of memory'"),
+    (
+        "oom_runtime",
+        "[HAMI-core ERROR (pid:30 thread=140382094939712 allocator.c:53)]: Device 0 OOM 3171158016 / 3145728000",
+    ),
+    (
+        "tool_call_parse_error",
+        "Failed to parse arguments: [json.exception.parse_error.101] parse error at line 1, column 6: syntax error",
+    ),
+    (
+        "other_config_error",
+        "llama_model_load: error loading model architecture: unknown model architecture: 'chatglm'",
+    ),
+    (
+        "other_config_error",
+        "As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat template",
+    ),
+    (
+        "container_toolkit_requirement",
+        "slurmstepd: error: pyxis:     [ERROR] Command not found: nvidia-container-cli, see https://x",
+    ),
     ("other_config_error", "vllm: error: unrecognized arguments: --foo"),
     (
         "other_config_error",
