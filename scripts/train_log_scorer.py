@@ -56,6 +56,7 @@ DEFAULT_SETS = [
     ROOT / "tests" / "data" / "logs_blind_2026_12c.jsonl",
     ROOT / "tests" / "data" / "logs_blind_2026_12d.jsonl",
     ROOT / "tests" / "data" / "logs_blind_2026_12e.jsonl",
+    ROOT / "tests" / "data" / "logs_blind_2026_12f.jsonl",
 ]
 #: Cause labels the scorer may name (the fixed vocabulary without the verdict-only labels).
 CAUSES = [lab for lab in LABELS if lab not in NOT_A_CAUSE]

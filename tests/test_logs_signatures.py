@@ -234,6 +234,20 @@ CASES: list[tuple[str, str]] = [
         "container_toolkit_requirement",
         "slurmstepd: error: pyxis:     [ERROR] Command not found: nvidia-container-cli, see https://x",
     ),
+    # blind batch 6 (2026-12-03)
+    (
+        "arch_unsupported",
+        "ptxas /tmp/compile-ptx-src, line 77; error   : Feature '.bf16' requires .target sm_80 or higher",
+    ),
+    (
+        "arch_unsupported",
+        "gpu_device.cc:1442] Ignoring visible gpu device (device: 0, name: Tesla K80, compute capability: 3.7) "
+        "with Cuda compute capability 3.7. The minimum required Cuda capability is 5.2.",
+    ),
+    ("nccl_error", "RuntimeError: Distributed package doesn't have NCCL built in"),
+    ("nccl_error", "graph/topo.h:230 NCCL WARN Could not find NET with id 0"),
+    ("oom_runtime", "cuda out of memory. tried to allocate 30.00 mib (gpu 0; 8.00 gib total capacity)"),
+    ("oom_runtime", "RuntimeError: CUDA failed with error out of memory"),
     ("other_config_error", "vllm: error: unrecognized arguments: --foo"),
     (
         "other_config_error",
@@ -262,6 +276,13 @@ CASES: list[tuple[str, str]] = [
     ("healthy", "[<ip>]:53912  200  -  POST     /v1/chat/completions"),
     ("healthy", "Running on local URL:  http://127.0.0.1:7860"),
     ("healthy", "To see the GUI go to: http://127.0.0.1:8188"),
+    ("healthy", '[INFO ] W-9000-alexnet_1.0 ACCESS_LOG - /127.0.0.1:60072 "PUT /predictions/alexnet HTTP/1.1" 200 70'),
+    ("healthy", "Dec 03 14:58:42 <host> ollama[20658]: llama server listening at http://127.0.0.1:54457"),
+    ("healthy", "2026-05-17T20:12:07.516476 - Prompt executed in 58.46 seconds"),
+    ("healthy", "[INFO ] main org.pytorch.serve.ModelServer - Inference API bind to: http://127.0.0.1:8080"),
+    ("healthy", "INFO dynamo_llm::http::service::service_v2: Starting HTTP service on: 0.0.0.0:8000"),
+    ("healthy", " * Running on http://<ip>:8866/ (Press CTRL+C to quit)"),
+    ("healthy", "< HTTP/1.1 200 OK"),
     ("inconclusive", "INFO 09-03 16:28:17 [__init__.py:1773] Using max model len 32768"),
 ]
 
