@@ -248,6 +248,22 @@ CASES: list[tuple[str, str]] = [
     ("nccl_error", "graph/topo.h:230 NCCL WARN Could not find NET with id 0"),
     ("oom_runtime", "cuda out of memory. tried to allocate 30.00 mib (gpu 0; 8.00 gib total capacity)"),
     ("oom_runtime", "RuntimeError: CUDA failed with error out of memory"),
+    # the OOM's phase from PyTorch frames: weights moved to the GPU, or a training step after them
+    (
+        "oom_weights",
+        "    return t.to(device, dtype if t.is_floating_point() else None, non_blocking)\n"
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 74.00 MiB",
+    ),
+    (
+        "oom_weights",
+        "[TRT-LLM] [E] Error executing load_single_module with args: CUDA out of memory. Tried to allocate 126.00 MiB",
+    ),
+    (
+        "oom_runtime",
+        "Loading checkpoint shards: 100%|##########| 4/4\n"
+        '  File "trainer.py", line 2560, in _inner_training_loop\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    ),
     ("other_config_error", "vllm: error: unrecognized arguments: --foo"),
     (
         "other_config_error",
