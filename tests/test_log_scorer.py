@@ -4,8 +4,8 @@ Inputs are the real labelled excerpts (``../shared/corpus/logs_dev.jsonl``, ``te
 ``tests/data/logs_blind_2026_12.jsonl`` and ``logs_blind_2026_12b.jsonl`` to ``_12f`` are the batches
 collected for issue 19 from threads of projects not in the sets before them, each scored with the
 code as it was before the change it led to (figures in ``docs/LOG_DIAGNOSIS.md``), then added to the
-training data: they are no longer unseen, so the floors here guard behaviour, not generalisation (that is
-the leave-one-project-out figure).
+training data: they are no longer unseen, so the floors here guard behaviour, not generalisation
+(that is the blind and the project-grouped cross-validated figures).
 """
 
 from __future__ import annotations
