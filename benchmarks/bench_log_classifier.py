@@ -177,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     _warm(log)
     # the package's bytecode, as `pip install` writes it: without it (a checkout run under
     # PYTHONDONTWRITEBYTECODE=1) every run compiles the sources first, which is not what users run
-    compileall.compile_dir(str(Path(vllm_runbooks.__file__).parent), quiet=1)
+    package = Path(vllm_runbooks.__file__).parent
+    written = compileall.compile_dir(str(package), quiet=2)
+    print(f"code  : {package}, bytecode " + ("compiled" if written else "NOT written (start-up includes compiling)"))
 
     # start-up: whole process on a one-line file; cold = compiled-database cache emptied first
     cold_dir = Path(args.cache_dir) / "dbcache-cold"
