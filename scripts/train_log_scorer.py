@@ -42,23 +42,15 @@ from vllm_runbooks.logs.classify import signature_diagnosis
 from vllm_runbooks.logs.evaluate import DEV_CORPUS, NOT_A_CAUSE, figures, load_corpus, per_label
 from vllm_runbooks.logs.scorer import NO_CAUSE, Model, feature_kind, line_features, predict
 from vllm_runbooks.logs.signatures import LABELS, default_signatures_bytes
-from vllm_runbooks.logs.verdict import SCORABLE, apply_scores
+from vllm_runbooks.logs.verdict import SCORABLE, apply_scores, may_score
 
 #: Bump when training changes in a way that changes the output for the same data.
 SCRIPT_VERSION = "2"
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUTPUT = ROOT / "lib" / "vllm_runbooks" / "data" / "log_scorer.json"
-DEFAULT_SETS = [
-    DEV_CORPUS,
-    ROOT / "tests" / "data" / "logs_heldout.jsonl",
-    ROOT / "tests" / "data" / "logs_other_projects.jsonl",
-    ROOT / "tests" / "data" / "logs_blind_2026_12.jsonl",
-    ROOT / "tests" / "data" / "logs_blind_2026_12b.jsonl",
-    ROOT / "tests" / "data" / "logs_blind_2026_12c.jsonl",
-    ROOT / "tests" / "data" / "logs_blind_2026_12d.jsonl",
-    ROOT / "tests" / "data" / "logs_blind_2026_12e.jsonl",
-    ROOT / "tests" / "data" / "logs_blind_2026_12f.jsonl",
-]
+#: Every labelled set the project holds: the team's dev corpus and ``tests/data/logs_*.jsonl``
+#: (a new blind batch is trained on once it is scored and committed there, then retrained).
+DEFAULT_SETS = [DEV_CORPUS, *sorted((ROOT / "tests" / "data").glob("logs_*.jsonl"))]
 #: Cause labels the scorer may name (the fixed vocabulary without the verdict-only labels).
 CAUSES = [lab for lab in LABELS if lab not in NOT_A_CAUSE]
 CLASSES = [*CAUSES, NO_CAUSE]
@@ -321,7 +313,7 @@ def ablation_outcomes(
                 str(it["row"]["log"]).encode("utf-8", "surrogateescape"), signatures=without[sid], engine="re2"
             )
         label, score = None, 0.0
-        if lines and d.label in SCORABLE:
+        if may_score(d, lines):
             pred = predict(models[it[key]], lines)
             if pred is not None:
                 label, score = pred.label, pred.score

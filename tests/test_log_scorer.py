@@ -2,7 +2,7 @@
 
 Inputs are the real labelled excerpts (``../shared/corpus/logs_dev.jsonl``, ``tests/data/logs_*``);
 ``tests/data/logs_blind_2026_12.jsonl`` and ``logs_blind_2026_12b.jsonl`` to ``_12f`` are the batches
-collected for issue 19 from threads of projects not in the sets before them, each scored with the
+collected for issue 19 from threads not in the sets before them, each scored with the
 code as it was before the change it led to (figures in ``docs/LOG_DIAGNOSIS.md``), then added to the
 training data: they are no longer unseen, so the floors here guard behaviour, not generalisation
 (that is the blind and the project-grouped cross-validated figures).
@@ -36,16 +36,7 @@ BLIND_C = DATA / "logs_blind_2026_12c.jsonl"
 BLIND_D = DATA / "logs_blind_2026_12d.jsonl"
 BLIND_E = DATA / "logs_blind_2026_12e.jsonl"
 BLIND_F = DATA / "logs_blind_2026_12f.jsonl"
-SETS = [
-    DATA / "logs_heldout.jsonl",
-    DATA / "logs_other_projects.jsonl",
-    BLIND,
-    BLIND_B,
-    BLIND_C,
-    BLIND_D,
-    BLIND_E,
-    BLIND_F,
-]
+SETS = sorted(DATA.glob("logs_*.jsonl"))  # every labelled set here, as the training script reads them
 SHIPPED = ROOT / "lib" / "vllm_runbooks" / "data" / "log_scorer.json"
 SCRIPT = ROOT / "scripts" / "train_log_scorer.py"
 

@@ -23,7 +23,7 @@ from .normalize import ANSI_BYTES_RE, line_level, normalize_line
 from .reader import CHUNK_BYTES, MAX_LINE_BYTES, LogUnreadable, open_log
 from .scorer import HEAD_LINES, TAIL_LINES, ScoredLine, default_model
 from .signatures import INCONCLUSIVE, Signature, SignatureSet
-from .verdict import SCORABLE, apply_scores, decide
+from .verdict import apply_scores, decide, may_score
 
 __all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "diagnose_log", "diagnose_logs", "diagnose_text"]
 #: Characters of a matching line kept in a finding (around the match for long lines).
@@ -429,9 +429,9 @@ def diagnose_log(
     """
     t0 = time.perf_counter()
     d, lines = signature_diagnosis(source, max_bytes=max_bytes, engine=engine, signatures=signatures, threads=threads)
-    # the model is loaded only for a verdict it may change (a signature's or a healthy verdict
-    # stands): a log that no scorer reads does not pay for reading its weights
-    if scorer is not False and d.status == STATUS_OK and lines and d.label in SCORABLE:
+    # the weights are loaded only for a verdict the scorer may change: a log a signature or proof
+    # decided does not pay for reading them
+    if scorer is not False and may_score(d, lines):
         model = default_model() if scorer is None or scorer is True else scorer
         d = apply_scores(d, lines, model, sigset=_compiled(signatures, engine).sigset)
     d.elapsed_s = round(time.perf_counter() - t0, 6)

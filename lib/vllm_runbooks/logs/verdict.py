@@ -37,6 +37,13 @@ SCORABLE = frozenset({"unrecognized_error", INCONCLUSIVE})
 MAX_EVIDENCE = 8
 
 
+def may_score(d: LogDiagnosis, lines: Sequence[ScoredLine]) -> bool:
+    """Whether the learned scorer may change this verdict: a readable log, failure-looking lines to
+    read, and a verdict no signature or proof decided. One rule for ``apply_scores`` and for the
+    caller that decides whether the model's weights are worth loading at all."""
+    return bool(lines) and d.status == STATUS_OK and d.label in SCORABLE
+
+
 def _ev(f: LogFinding, role: str) -> dict[str, object]:
     return {"line": f.line, "text": f.text, "signature": f.signature, "label": f.label, "role": role}
 
@@ -158,7 +165,7 @@ def apply_scores(
     considered even when it named nothing. A named cause is ``likely``, the lines it rests on
     are the evidence (role ``scored``), and ``would_decide`` says how to confirm it.
     """
-    if model is None or not lines or d.status != STATUS_OK or d.label not in SCORABLE:
+    if model is None or not may_score(d, lines):
         return d
     from .scorer import predict
 
