@@ -23,12 +23,31 @@ SERVING = 'INFO:     10.0.0.1:5000 - "POST /v1/chat/completions HTTP/1.1" 200 OK
 
 
 def test_healthy_needs_proof_that_the_server_answered() -> None:
-    d = diagnose_text("INFO 01-01 00:00:00 [core.py:1] # GPU blocks: 1381\nINFO something\n")
+    d = diagnose_text("INFO 01-01 00:00:00 [model_runner.py:1] Loading weights took 7.51 GiB\nINFO something\n")
     assert (d.label, d.confidence) == ("inconclusive", "inconclusive")
     assert "stops during start-up" in d.would_decide and d.evidence
     d = diagnose_text("INFO 01-01 00:00:00 [core.py:1] # GPU blocks: 1381\n" + SERVING)
     assert (d.label, d.confidence) == ("healthy", "decisive")
     assert d.evidence[0]["role"] == "proof" and d.evidence[0]["line"] == 2
+
+
+def test_finished_start_up_is_healthy_only_likely_and_asks_for_a_request() -> None:
+    # The engine allocated its KV cache and nothing failed: every cause in the vocabulary shows
+    # itself before this point, but the log stops before a request, so healthy is not decisive.
+    d = diagnose_text("INFO 01-01 00:00:00 [core.py:1] # GPU blocks: 1381\nINFO something\n")
+    assert (d.label, d.confidence) == ("healthy", "likely")
+    assert d.evidence[0]["role"] == "proof" and d.evidence[0]["line"] == 1
+    assert "a request answered" in d.would_decide
+    # "# GPU blocks: 0" is not a finished start-up (it is the KV-cache failure).
+    assert diagnose_text("INFO 01-01 00:00:00 [core.py:1] # GPU blocks: 0\n").label != "healthy"
+    # A failure-looking line after the finished start-up blocks healthy ...
+    warn = "WARNING 01-01 00:00:01 [worker.py:2] CUDA graph capture failed, falling back\n"
+    init = "INFO 01-01 00:00:00 [core.py:1] init engine (profile, create kv cache, warmup model) took 9.1 s\n"
+    d = diagnose_text(init + warn)
+    assert d.label == "unrecognized_error"
+    # ... one before it is noted, and start-up went on past it.
+    d = diagnose_text(warn + "INFO 01-01 00:00:02 [api_server.py:3] Supported tasks: ['generate']\n")
+    assert (d.label, d.confidence) == ("healthy", "likely") and d.evidence[1]["role"] == "noted"
 
 
 def test_nothing_recognised_is_inconclusive_not_healthy() -> None:

@@ -39,9 +39,10 @@ LABELS: tuple[str, ...] = (
 #: unreadable logs). Kept under its old constant name for callers.
 INCONCLUSIVE = "inconclusive"
 UNKNOWN = INCONCLUSIVE
-#: What positive ``info`` evidence proves: the server answers (``serving``) or start-up got far
-#: (``progress``). Only ``serving`` proof can make a log ``healthy``.
-PROOFS: tuple[str, ...] = ("serving", "progress")
+#: What positive ``info`` evidence proves: the server answers (``serving``), the engine finished
+#: the GPU stages of start-up (``started``: ``healthy`` at most ``likely``), or start-up got as far
+#: as a step before that (``progress``: never ``healthy``).
+PROOFS: tuple[str, ...] = ("serving", "started", "progress")
 
 SEVERITIES: tuple[str, ...] = ("critical", "error", "warning", "info")
 #: Severities that can decide a log's label (``info`` is positive evidence only).

@@ -8,7 +8,11 @@ project's rule that a log is never called ``healthy`` without proof. Order of de
 3. failure-looking warnings -> ``unrecognized_error``, unless the server was proven up *after*
    every one of them (then ``healthy``, ``likely``, the warnings listed);
 4. proof that the server answered, nothing failure-looking -> ``healthy``;
-5. otherwise ``inconclusive``, saying what evidence would decide.
+5. proof that the engine finished the GPU stages of start-up (KV cache allocated, engine
+   initialised) and the log stops there, nothing failure-looking -> ``healthy``, ``likely``:
+   every cause in the vocabulary shows itself before that point, and ``would_decide`` asks for
+   a request answered;
+6. otherwise ``inconclusive``, saying what evidence would decide.
 
 ``healthy`` on a log that was not read whole (stopped at the byte cap, over-long lines cut) is at
 most ``likely``: the unread part may hold the failure, and ``would_decide`` names it.
@@ -73,6 +77,7 @@ def decide(d: LogDiagnosis) -> LogDiagnosis:
         return d
     findings = d.findings
     serving = [f for f in findings if f.severity == "info" and f.proves == "serving"]
+    started = [f for f in findings if f.severity == "info" and f.proves == "started"]
     progress = [f for f in findings if f.severity == "info" and f.proves == "progress"]
     specific = [f for f in findings if f.severity != "info" and f.label not in ("unrecognized_error", "healthy")]
     hard = [f for f in findings if f.label == "unrecognized_error" and f.severity in ("critical", "error")]
@@ -108,7 +113,8 @@ def decide(d: LogDiagnosis) -> LogDiagnosis:
             "add a signature to log_signatures.yaml"
         )
         return d
-    if soft and not (serving and serving[0].line > max(f.line for f in soft)):
+    up = serving + started
+    if soft and not (up and max(f.line for f in up) > max(f.line for f in soft)):
         d.label, d.confidence = "unrecognized_error", "inconclusive"
         d.evidence = [_ev(f, "failure-looking") for f in soft[:MAX_EVIDENCE]]
         d.would_decide = (
@@ -116,10 +122,16 @@ def decide(d: LogDiagnosis) -> LogDiagnosis:
             "answering (e.g. 'Application startup complete', requests with 200) or an error that names the cause"
         )
         return d
-    if serving:
+    if up:
+        proof = serving[0] if serving else started[0]
         d.label = "healthy"
-        d.confidence = "likely" if soft else "decisive"
-        d.evidence = [_ev(serving[0], "proof")] + [_ev(f, "noted") for f in soft[: MAX_EVIDENCE - 1]]
+        d.confidence = "likely" if soft or not serving else "decisive"
+        d.evidence = [_ev(proof, "proof")] + [_ev(f, "noted") for f in soft[: MAX_EVIDENCE - 1]]
+        if not serving:
+            d.would_decide = (
+                f"a request answered: start-up finished (line {proof.line}) with nothing failing, but the "
+                "log stops before the server answers (e.g. 'GET /v1/models' 200, 'Application startup complete')"
+            )
         unread = _unread_part(d)
         if unread:  # a failure may hide in what was not read: healthy is then never decisive
             d.confidence = "likely"
