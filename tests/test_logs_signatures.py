@@ -299,6 +299,96 @@ CASES: list[tuple[str, str]] = [
     ("healthy", "2026-05-17T20:12:07.516476 - Prompt executed in 58.46 seconds"),
     ("healthy", " * Running on http://<ip>:8866/ (Press CTRL+C to quit)"),
     ("inconclusive", "INFO 09-03 16:28:17 [__init__.py:1773] Using max model len 32768"),
+    # blind batch 7 (2026-12-03), each in its real wording
+    (
+        "driver_too_old",
+        "ERROR: This container was built for NVIDIA Driver Release 535.86 or later, but\n"
+        "       version 510.85.02 was detected and compatibility mode is UNAVAILABLE.",
+    ),
+    ("no_gpu_visible", "ERROR: No supported GPU(s) detected to run this container"),
+    ("no_gpu_visible", "Warning: torch.cuda.is_available() returned False.\nThis means that no GPU has been detected."),
+    ("no_gpu_visible", "Reason=gres/gpu count reported lower than configured (0 < 4) [slurm@2026-04-14T06:39:53]"),
+    ("arch_unsupported", "ptxas-blackwell fatal   : Value 'sm_110a' is not defined for option 'gpu-name'"),
+    ("arch_unsupported", "Value 'sm_121a' is not defined for option 'gpu-name'"),
+    (
+        "arch_unsupported",
+        '/usr/local/cuda/include/cuda/std/barrier:11:4: error: #error "CUDA synchronization primitives are only '
+        'supported for sm_70 and up."',
+    ),
+    (
+        "arch_unsupported",
+        "2024/01/14 19:50:06 gpu.go:138: CUDA GPU is too old. Falling back to CPU mode. Compute Capability "
+        "detected: 5.2\n2024/01/14 19:50:06 routes.go:953: no GPU detected",
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        "RuntimeError: Detected that PyTorch and torchvision were compiled with different",
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        "[TRT] [E] 1: [stdArchiveReader.cpp::StdArchiveReader::35] Error Code 1: Serialization (Serialization "
+        "assertion safeVersionRead == safeSerializationVersion failed.Version tag does not match.",
+    ),
+    ("abi_or_wheel_mismatch", "`cutlassF-pt` is not supported because:\n    xFormers wasn't build with CUDA support"),
+    ("abi_or_wheel_mismatch", "[sgl_kernel] CRITICAL: Could not load any common_ops library!"),
+    (
+        "container_toolkit_requirement",
+        "  Error: mount: /run/nvidia-persistenced/socket: mount point does not exist.\n"
+        "  failed to apply mount from Container Device Interface for NVIDIA",
+    ),
+    ("container_toolkit_requirement", "devices: unresolvable CDI devices management.nvidia.com/gpu=0,"),
+    # a running container that lost its GPUs (NVIDIA's notice: the device cgroup under systemd and runc)
+    ("container_toolkit_requirement", "Failed to initialize NVML: Unknown Error"),
+    ("nccl_error", "NCCL collective timeout: WorkNCCL(SeqNum=16, OpType=COALESCED, NumelIn=0, NumelOut=0)"),
+    (
+        "nccl_error",
+        "<host>:774:854 [0] transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported "
+        "between these two devices'",
+    ),
+    (
+        "other_config_error",
+        "RuntimeError: Version mismatch: The cluster was started with:",
+    ),
+    ("tool_call_parse_error", "'message': 'tools param requires --jinja flag', 'type': 'server_error'}}"),
+    (
+        "tool_call_parse_error",
+        'openai_harmony.HarmonyError: unexpected tokens remaining in message header: ["--commentary"]',
+    ),
+    (
+        "tool_call_parse_error",
+        '    0: Tool call \'get_current_weather\' have non-JSON arguments \'{"location":"Berlin"}',
+    ),
+    (
+        "tool_call_parse_error",
+        "litellm.BadRequestError: DashscopeException - <400> InternalError.Algo.InvalidParameter: The "
+        '"function.arguments" parameter of the code model must be in JSON format.',
+    ),
+    (
+        "tool_call_parse_error",
+        'API Error: 400 {"type":"error","error":{"type":"invalid_request_error","message":"messages.1.content.0.'
+        'tool_use.input: Input should be a valid dictionary"}}',
+    ),
+    # the OOM's phase: building the model (vLLM's layers, ggml's loader, TensorRT's builder), Vulkan's OOM
+    (
+        "oom_weights",
+        '  File "/usr/lib/python3.10/site-packages/vllm/model_executor/layers/vocab_parallel_embedding.py", '
+        "line 76, in __init__\n"
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 508.00 MiB.",
+    ),
+    (
+        "oom_weights",
+        "ERROR ggml_backend_cuda_buffer_type_alloc_buffer: allocating 7203.17 MiB on device 0: cudaMalloc failed: "
+        "out of memory\nERROR llama_model_load: error loading model: unable to allocate CUDA0 buffer",
+    ),
+    (
+        "oom_weights",
+        "[TRT] [I] Detected 13 inputs and 1 output network tensors.\n"
+        "[TRT] [E] 2: [virtualMemoryBuffer.cpp::resizePhysical::155] Error Code 2: OutOfMemory (no further info)",
+    ),
+    (
+        "oom_weights",
+        "Error allocating memory ErrorOutOfDeviceMemory\nerror loading model: Error allocating vulkan memory.",
+    ),
 ]
 
 
@@ -452,6 +542,12 @@ NARROW: list[tuple[str, str]] = [
         "Loading checkpoint shards:  50%|#####     | 2/4\n",
     ),
     ("inconclusive", "< HTTP/1.1 200 OK\n< content-type: application/octet-stream\n"),
+    # blind batch 7: a 404 (a wrong path) says nothing against a server that answers
+    (
+        "healthy",
+        'INFO:     10.0.0.1:59820 - "GET /v1/models HTTP/1.1" 200 OK\n'
+        'INFO:     10.0.0.1:53798 - "POST /generate HTTP/1.1" 404 Not Found\n',
+    ),
 ]
 
 

@@ -50,6 +50,24 @@ def test_finished_start_up_is_healthy_only_likely_and_asks_for_a_request() -> No
     assert (d.label, d.confidence) == ("healthy", "likely") and d.evidence[1]["role"] == "noted"
 
 
+def test_requests_refused_after_answered_ones_are_not_healthy() -> None:
+    # Blind batch 7: vLLM answering GET /v1/models but refusing every chat completion with 400
+    # (started without its tool-calling flags) was called healthy, decisive.
+    text = (
+        'INFO:     10.0.0.1:39972 - "GET /v1/models HTTP/1.1" 200 OK\n'
+        'INFO:     10.0.0.1:39972 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request\n'
+    )
+    base = diagnose_text(text, scorer=False)
+    assert (base.label, base.confidence) == ("unrecognized_error", "inconclusive")
+    assert [e["line"] for e in base.evidence] == [2] and base.evidence[0]["signature"] == "request_rejected"
+    assert diagnose_text(text).label != "healthy"
+    # A refusal the server was proven up after is noted, not decisive against it; 5xx counts too.
+    later = 'INFO:     10.0.0.1:2 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error\n'
+    assert diagnose_text(later, scorer=False).label == "unrecognized_error"
+    d = diagnose_text(later + "INFO:     Application startup complete.\n", scorer=False)
+    assert (d.label, d.confidence) == ("healthy", "likely")
+
+
 def test_nothing_recognised_is_inconclusive_not_healthy() -> None:
     d = diagnose_text("hello\nworld\n")
     assert d.label == "inconclusive" and d.would_decide and not d.evidence
