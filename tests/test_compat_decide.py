@@ -413,6 +413,15 @@ def test_found_version_decoded():
     assert "CUDA 12.9" in d.log_checks[0].why
 
 
+def test_finished_start_up_contradicts_driver_too_old_in_its_own_words():
+    # A start-up that allocated its KV cache ran CUDA on this GPU, as a served request would; the
+    # reason says which it was.
+    inputs = CompatInputs(image_cuda_version="13.0", driver_version="575.57.08", gpu_name="NVIDIA H200")
+    finding = {"label": "healthy", "line": 40, "text": "# GPU blocks: 1381", "proves": "started"}
+    check = decide(inputs, [finding], today=TODAY).log_checks[0]
+    assert check.relation == "contradicts" and "finished start-up on the GPU" in check.why
+
+
 def test_routes_when_compatible():
     d = decide(
         CompatInputs(image_cuda_version="13.0.2", driver_version="580.95.05", gpu_name="NVIDIA H200", gpu_count=8),

@@ -188,10 +188,13 @@ def log_checks(
                     ),
                 )
         elif label == "healthy":
+            # Serving proof, or a start-up that finished its GPU stages (KV cache allocated): either
+            # way CUDA worked on this GPU.
+            reached = "finished start-up on the GPU" if f.get("proves") == "started" else "reached healthy"
             if verdict in ("driver_too_old", "arch_unsupported"):
-                rel, why = "contradicts", f"the server reached healthy but the verdict is {verdict}"
+                rel, why = "contradicts", f"the server {reached} but the verdict is {verdict}"
             elif ok:
-                rel, why = "confirms", "the server reached healthy"
+                rel, why = "confirms", f"the server {reached}"
         elif label == "nvml_mismatch":
             why = "driver/library version mismatch (user-space vs kernel module, e.g. upgrade without reboot)"
         elif label in ("libcuda_missing", "no_gpu_visible"):
