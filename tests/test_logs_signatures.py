@@ -389,6 +389,53 @@ CASES: list[tuple[str, str]] = [
         "oom_weights",
         "Error allocating memory ErrorOutOfDeviceMemory\nerror loading model: Error allocating vulkan memory.",
     ),
+    # blind batch 8 (2026-12-03), each in its real wording
+    ("driver_too_old", "nomad: symbol lookup error: nomad: undefined symbol: nvmlDeviceGetPciInfo_v3"),
+    ("abi_or_wheel_mismatch", "RuntimeError: Library libcublas.so.12 is not found or cannot be loaded"),
+    (
+        "abi_or_wheel_mismatch",
+        "factory  | Unable to load any of {libcudnn_cnn.so.9.1.0, libcudnn_cnn.so.9.1, libcudnn_cnn.so.9}",
+    ),
+    ("abi_or_wheel_mismatch", "        libcudart.so.12 => not found"),
+    (
+        "abi_or_wheel_mismatch",
+        "CUDA SETUP: Required library version not found: libbitsandbytes_cuda116.so. Maybe you need to compile it",
+    ),
+    ("abi_or_wheel_mismatch", "  Unsupported cuda toolkit version: `12050`. Please raise a github issue."),
+    (
+        "arch_unsupported",
+        "Could not start Candle backend: Could not start backend: Runtime compute cap 120 is not compatible with "
+        "compile time compute cap 90",
+    ),
+    (
+        "arch_unsupported",
+        "  thread 'main' panicked at 'nvcc cannot target gpu arch 89. Available nvcc targets are [35]",
+    ),
+    (
+        "arch_unsupported",
+        "[TensorRT] ERROR: INVALID_CONFIG: The engine plan file is generated on an incompatible device, expecting "
+        "compute 6.1 got compute 7.5, please rebuild.",
+    ),
+    ("no_gpu_visible", "NotImplementedError: Unsloth: No NVIDIA GPU found? Unsloth currently only supports GPUs!"),
+    (
+        "kv_cache_insufficient",
+        "  what():  [TM][ERROR] No enough cache entries. Assertion fail: /opt/LlamaCacheManager.cc:62",
+    ),
+    (
+        "oom_runtime",
+        "ERROR warmup{max_input_length=64 max_prefill_tokens=256}:warmup: text_generation_client: Server error: "
+        "Not enough memory to handle 256 prefill tokens. You need to decrease",
+    ),
+    (
+        "oom_weights",
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/_custom_ops.py", line 1279, in gptq_marlin_repack\n'
+        "RuntimeError: CUDA driver error: out of memory",
+    ),
+    (
+        "other_config_error",
+        "ValueError: The linear dimension 16384 has 409 groups under group size 40. The groups cannot be evenly "
+        "distributed on 2 GPUs.",
+    ),
 ]
 
 
