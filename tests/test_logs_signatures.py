@@ -389,6 +389,8 @@ CASES: list[tuple[str, str]] = [
         "oom_weights",
         "Error allocating memory ErrorOutOfDeviceMemory\nerror loading model: Error allocating vulkan memory.",
     ),
+    # vLLM with no platform detected (no NVIDIA GPU, or NVML not loadable) leaves the device type empty
+    ("no_gpu_visible", "RuntimeError: [address=0.0.0.0:38231, pid=2088] Device string must not be empty"),
     # blind batch 8 (2026-12-03), each in its real wording
     ("driver_too_old", "nomad: symbol lookup error: nomad: undefined symbol: nvmlDeviceGetPciInfo_v3"),
     ("abi_or_wheel_mismatch", "RuntimeError: Library libcublas.so.12 is not found or cannot be loaded"),
