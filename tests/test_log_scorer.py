@@ -38,6 +38,7 @@ BLIND_E = DATA / "logs_blind_2026_12e.jsonl"
 BLIND_F = DATA / "logs_blind_2026_12f.jsonl"
 BLIND_G = DATA / "logs_blind_2026_12g.jsonl"
 BLIND_H = DATA / "logs_blind_2026_12h.jsonl"
+BLIND_I = DATA / "logs_blind_2026_12i.jsonl"
 SETS = sorted(DATA.glob("logs_*.jsonl"))  # every labelled set here, as the training script reads them
 SHIPPED = ROOT / "lib" / "vllm_runbooks" / "data" / "log_scorer.json"
 SCRIPT = ROOT / "scripts" / "train_log_scorer.py"
@@ -185,7 +186,7 @@ def test_rules_hold_on_every_labelled_excerpt(rows: list[dict]) -> None:
             assert d.label != "healthy", r["id"]
     f = figures(pairs)
     assert f["failures_called_healthy"] == 0 and f["healthy_called_failure"] == 0, f
-    # 0.948 at 1,348 excerpts (0.951 at 1,222, 0.952 at 1,033): most wrong names are the threads'
+    # 0.944 at 1,450 excerpts (0.948 at 1,348, 0.951 at 1,222, 0.952 at 1,033): most wrong names are the threads'
     # readings of a log that states another fact (a phase-less OOM the thread places at weight
     # loading, NCCL errors in threads that found no cause); each batch adds a few.
     assert f["precision_named"] >= 0.94, f
@@ -202,8 +203,9 @@ def test_rules_hold_on_every_labelled_excerpt(rows: list[dict]) -> None:
         (BLIND_F, 0.81, 0.88),
         (BLIND_G, 0.87, 0.93),
         (BLIND_H, 0.82, 0.90),
+        (BLIND_I, 0.82, 0.85),
     ],
-    ids=["batch1", "batch2", "batch3", "batch4", "batch5", "batch6", "batch7", "batch8"],
+    ids=["batch1", "batch2", "batch3", "batch4", "batch5", "batch6", "batch7", "batch8", "batch9"],
 )
 def test_blind_batch_figures_after_training_on_it(batch: Path, floor: float, precision: float) -> None:
     # Scored before the change each led to: batch 1 accuracy 0.529 / precision 0.955 / recall
@@ -224,7 +226,8 @@ def test_blind_batch_figures_after_training_on_it(batch: Path, floor: float, pre
     # batch 6's change and the finished-start-up rule: 0.608 / 0.822 / 0.583 as collected, 0.630 /
     # 0.841 / 0.596 with seven labels set to the dev corpus's conventions) has the same kinds, and
     # so has batch 8 (collected with the conventions written down; scored with batch 7's change:
-    # 0.659 / 0.861 / 0.653, against 0.627 / 0.806 / 0.611 with the code before either).
+    # 0.659 / 0.861 / 0.653, against 0.627 / 0.806 / 0.611 with the code before either), and batch 9
+    # (collected as the search budget ran out, many labels from the error text: 0.510 / 0.767 / 0.452).
     rows = load_corpus(batch)
     f = figures([(r["label"], diagnose_text(r["log"]).label) for r in rows])
     assert f["accuracy"] >= floor and f["precision_named"] >= precision, f

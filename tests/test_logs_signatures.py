@@ -391,6 +391,53 @@ CASES: list[tuple[str, str]] = [
     ),
     # vLLM with no platform detected (no NVIDIA GPU, or NVML not loadable) leaves the device type empty
     ("no_gpu_visible", "RuntimeError: [address=0.0.0.0:38231, pid=2088] Device string must not be empty"),
+    # blind batch 9 (2026-12-03), each in its real wording
+    (
+        "abi_or_wheel_mismatch",
+        "CUDA backend failed to initialize: Found cuDNN version 8600, but JAX was built against version 8906, "
+        "which is newer.",
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        "47.98 nvlink error   : Undefined reference to 'nvshmemi_ibgda_device_state_d' in 'internode_ll.o'",
+    ),
+    (
+        "arch_unsupported",
+        "(Worker pid=369) /usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py:371: UserWarning: Found GPU1 "
+        "Tesla V100-SXM2-32GB which is of compute capability (CC) 7.0.\n"
+        "(Worker pid=369) The following list shows the CCs this version of PyTorch was built for and the hardware CCs",
+    ),
+    (
+        "arch_unsupported",
+        "W0000 00:00:1753232013.685876   24341 gpu_device.cc:2431] TensorFlow was not built with CUDA kernel binaries "
+        "compatible with compute capability 12.0.",
+    ),
+    ("arch_unsupported", "This kernel only supports sm120."),
+    ("arch_unsupported", "Feature '.tile::scatter4' not supported on .target 'sm_120a'"),
+    (
+        "arch_unsupported",
+        "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=576,",
+    ),
+    (
+        "kv_cache_insufficient",
+        "[TRT-LLM] [RANK 1] [E] Failed to initialize executor on rank 1: Executor creation failed due to "
+        "insufficient GPU memory.\nThe following component could not be created: KV cache",
+    ),
+    ("oom_runtime", "NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY]"),
+    (
+        "nccl_error",
+        '  warnings.warn("Attempted to get default timeout for nccl backend, but NCCL support is not compiled")',
+    ),
+    (
+        "nccl_error",
+        "/sgl-workspace/nvshmem/src/modules/transport/ibrc/ibrc.cpp:418: non-zero status: 22 ibv_modify_qp failed\n"
+        "/sgl-workspace/nvshmem/src/host/init/init.cu:1007: non-zero status: 7 nvshmem setup connections failed",
+    ),
+    (
+        "nccl_error",
+        "[1745499308.854013] [<host>:760  :0]       ib_device.c:1332 UCX  ERROR   ibv_create_ah(dlid=49152 sl=0 port=1",
+    ),
+    ("healthy", "[2025-07-29 18:14:43 TP0] Capture cuda graph end. Time elapsed: 19.50 s. mem usage=6.19 GB."),
     # blind batch 8 (2026-12-03), each in its real wording
     ("driver_too_old", "nomad: symbol lookup error: nomad: undefined symbol: nvmlDeviceGetPciInfo_v3"),
     ("abi_or_wheel_mismatch", "RuntimeError: Library libcublas.so.12 is not found or cannot be loaded"),
