@@ -342,3 +342,28 @@ def test_a_verdict_the_scorer_cannot_change_does_not_load_its_weights() -> None:
     assert default_model.cache_info().misses == 0
     d = diagnose_text("ERROR frobnicator exploded while reticulating splines\n")
     assert d.candidates and default_model.cache_info().misses == 1
+
+
+def test_blind_scoring_prints_figures_and_counts_but_no_log_text(tmp_path: Path) -> None:
+    # A blind batch is scored before anyone reads it (docs/LOG_BLIND_BATCHES.md): the report that
+    # records its figures must not show a line of it.
+    batch = tmp_path / "batch.jsonl"
+    rows = [
+        {
+            "id": "x1",
+            "label": "driver_too_old",
+            "log": "RuntimeError: The NVIDIA driver on your system is too old (found version 11040).",
+        },
+        {"id": "x2", "label": "shm_insufficient", "log": "zebra-quartz-unique-line: nothing recognisable here"},
+    ]
+    batch.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "eval_log_classifier.py"), "--blind", "--corpus", str(batch)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rep = json.loads(out)
+    assert rep["figures"]["n"] == 2 and rep["figures"]["accuracy"] == 0.5, rep
+    assert rep["misses"] == {"shm_insufficient -> inconclusive": 1}, rep
+    assert "zebra-quartz" not in out and "found version" not in out

@@ -50,6 +50,31 @@ def test_finished_start_up_is_healthy_only_likely_and_asks_for_a_request() -> No
     assert (d.label, d.confidence) == ("healthy", "likely") and d.evidence[1]["role"] == "noted"
 
 
+def test_a_log_that_stops_during_graph_capture_is_not_healthy() -> None:
+    # Review of blind batches 7-9: the KV cache is allocated before CUDA graphs are captured, and a
+    # capture that hangs (or a pod killed by its start-up probe) leaves the log ending there.
+    kv = "INFO 01-01 00:00:00 [kv_cache_utils.py:1] GPU KV cache size: 123,456 tokens\n"
+    capture = "INFO 01-01 00:00:01 [gpu_model_runner.py:2] Capturing CUDA graph shapes:  14%|#4 | 10/67\n"
+    d = diagnose_text(kv + capture)
+    assert d.label == "inconclusive", d.summary()
+    done = "INFO 01-01 00:00:09 [gpu_model_runner.py:3] Graph capturing finished in 8 secs\n"
+    assert (diagnose_text(kv + capture + done).label, diagnose_text(kv + capture + done).confidence) == (
+        "healthy",
+        "likely",
+    )
+
+
+def test_a_warning_after_the_first_answer_is_not_forgiven_by_a_later_stage() -> None:
+    # Ollama binds its port before GPU discovery: a GPU warning after "Listening on" and a runner
+    # that then starts (on the CPU too) is not proof that the GPU path works.
+    text = (
+        'level=INFO source=routes.go:1 msg="Listening on 127.0.0.1:11434 (version 0.5.7)"\n'
+        "W0101 00:00:00.000 1 rm.go:109] NVML not detected: could not find the GPU, initialisation failed\n"
+        'level=INFO source=server.go:3 msg="llama runner started in 2.01 seconds"\n'
+    )
+    assert diagnose_text(text, scorer=False).label == "unrecognized_error"
+
+
 def test_requests_refused_after_answered_ones_are_not_healthy() -> None:
     # Blind batch 7: vLLM answering GET /v1/models but refusing every chat completion with 400
     # (started without its tool-calling flags) was called healthy, decisive.

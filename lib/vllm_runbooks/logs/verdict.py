@@ -9,9 +9,9 @@ project's rule that a log is never called ``healthy`` without proof. Order of de
    every one of them (then ``healthy``, ``likely``, the warnings listed);
 4. proof that the server answered, nothing failure-looking -> ``healthy``;
 5. proof that the engine finished the GPU stages of start-up (KV cache allocated, engine
-   initialised) and the log stops there, nothing failure-looking -> ``healthy``, ``likely``:
-   every cause in the vocabulary shows itself before that point, and ``would_decide`` asks for
-   a request answered;
+   initialised) and the log stops there, nothing failure-looking -> ``healthy``, ``likely``, and
+   ``would_decide`` asks for a request answered. A later ``progress`` line (CUDA-graph capture
+   begun, not finished) voids it: a log that stops during capture may be a hang or a kill;
 6. otherwise ``inconclusive``, saying what evidence would decide.
 
 ``healthy`` on a log that was not read whole (stopped at the byte cap, over-long lines cut) is at
@@ -79,6 +79,8 @@ def decide(d: LogDiagnosis) -> LogDiagnosis:
     serving = [f for f in findings if f.severity == "info" and f.proves == "serving"]
     started = [f for f in findings if f.severity == "info" and f.proves == "started"]
     progress = [f for f in findings if f.severity == "info" and f.proves == "progress"]
+    if started and progress and max(f.line for f in progress) > max(f.line for f in started):
+        started = []  # the log went on into a later stage (graph capture begun) and stops in it
     specific = [f for f in findings if f.severity != "info" and f.label not in ("unrecognized_error", "healthy")]
     hard = [f for f in findings if f.label == "unrecognized_error" and f.severity in ("critical", "error")]
     soft = [f for f in findings if f.label == "unrecognized_error" and f.severity == "warning"]
@@ -113,8 +115,10 @@ def decide(d: LogDiagnosis) -> LogDiagnosis:
             "add a signature to log_signatures.yaml"
         )
         return d
-    up = serving + started
-    if soft and not (up and max(f.line for f in up) > max(f.line for f in soft)):
+    # The proof that forgives earlier warnings: the server's first answer (a later one could follow
+    # a failure it did not recover from), else the last start-up stage finished.
+    proof = serving[0] if serving else max(started, key=lambda f: f.line) if started else None
+    if soft and not (proof and proof.line > max(f.line for f in soft)):
         d.label, d.confidence = "unrecognized_error", "inconclusive"
         d.evidence = [_ev(f, "failure-looking") for f in soft[:MAX_EVIDENCE]]
         d.would_decide = (
@@ -122,8 +126,7 @@ def decide(d: LogDiagnosis) -> LogDiagnosis:
             "answering (e.g. 'Application startup complete', requests with 200) or an error that names the cause"
         )
         return d
-    if up:
-        proof = serving[0] if serving else started[0]
+    if proof:
         d.label = "healthy"
         d.confidence = "likely" if soft or not serving else "decisive"
         d.evidence = [_ev(proof, "proof")] + [_ev(f, "noted") for f in soft[: MAX_EVIDENCE - 1]]
