@@ -32,8 +32,8 @@ def test_healthy_needs_proof_that_the_server_answered() -> None:
 
 
 def test_finished_start_up_is_healthy_only_likely_and_asks_for_a_request() -> None:
-    # The engine allocated its KV cache and nothing failed: every cause in the vocabulary shows
-    # itself before this point, but the log stops before a request, so healthy is not decisive.
+    # The engine allocated its KV cache and nothing failed (the team's corpus calls such logs
+    # healthy), but the log stops before a request, so healthy is not decisive.
     d = diagnose_text("INFO 01-01 00:00:00 [core.py:1] # GPU blocks: 1381\nINFO something\n")
     assert (d.label, d.confidence) == ("healthy", "likely")
     assert d.evidence[0]["role"] == "proof" and d.evidence[0]["line"] == 1
@@ -58,10 +58,8 @@ def test_a_log_that_stops_during_graph_capture_is_not_healthy() -> None:
     d = diagnose_text(kv + capture)
     assert d.label == "inconclusive", d.summary()
     done = "INFO 01-01 00:00:09 [gpu_model_runner.py:3] Graph capturing finished in 8 secs\n"
-    assert (diagnose_text(kv + capture + done).label, diagnose_text(kv + capture + done).confidence) == (
-        "healthy",
-        "likely",
-    )
+    d = diagnose_text(kv + capture + done)
+    assert (d.label, d.confidence) == ("healthy", "likely")
 
 
 def test_a_warning_after_the_first_answer_is_not_forgiven_by_a_later_stage() -> None:

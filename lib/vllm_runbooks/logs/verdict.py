@@ -5,8 +5,9 @@ project's rule that a log is never called ``healthy`` without proof. Order of de
 
 1. a recognised failure (highest priority wins; a root cause outranks its symptoms);
 2. unexplained errors (ERROR lines, tracebacks, unknown return codes) -> ``unrecognized_error``;
-3. failure-looking warnings -> ``unrecognized_error``, unless the server was proven up *after*
-   every one of them (then ``healthy``, ``likely``, the warnings listed);
+3. failure-looking warnings -> ``unrecognized_error``, unless the server's first answer (or, with
+   no answer, the last start-up stage finished) comes *after* every one of them (then ``healthy``,
+   ``likely``, the warnings listed);
 4. proof that the server answered, nothing failure-looking -> ``healthy``;
 5. proof that the engine finished the GPU stages of start-up (KV cache allocated, engine
    initialised) and the log stops there, nothing failure-looking -> ``healthy``, ``likely``, and
