@@ -391,6 +391,63 @@ CASES: list[tuple[str, str]] = [
     ),
     # vLLM with no platform detected (no NVIDIA GPU, or NVML not loadable) leaves the device type empty
     ("no_gpu_visible", "RuntimeError: [address=0.0.0.0:38231, pid=2088] Device string must not be empty"),
+    # blind batch 10 (2026-12-03), each in its real wording
+    (
+        "libcuda_missing",
+        "WARNING 07-08 06:56:10 [_custom_ops.py:21] Failed to import from vllm._C with "
+        "ImportError('/usr/lib/x86_64-linux-gnu/libcuda.so.1: file too short')",
+    ),
+    ("libcuda_missing", "[rank1]: Last error:\n[rank1]: Failed to open libnvidia-ml.so.1"),
+    ("abi_or_wheel_mismatch", "Error transcribing file on line Library cublas64_12.dll is not found or cannot be loaded"),
+    (
+        "abi_or_wheel_mismatch",
+        "The code execution cannot proceed because cudart64_12.dll was not found. Reinstalling the program may fix "
+        "this problem.",
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        "llama-cpp-avx2: /home/localai/backends/cuda13-llama-cpp/lib/libc.so.6: version `GLIBC_ABI_DT_X86_64_PLT' "
+        "not found (required by /usr/lib/x86_64-linux-gnu/libpthread.so.0)",
+    ),
+    (
+        "oom_runtime",
+        "XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 6.27GiB (6727663616B) on device ordinal 0",
+    ),
+    (
+        "oom_weights",
+        "python3[8289]: ERROR diffusion_model.output_blocks.1.1.transformer_blocks.1.ff.net.0.proj.weight CUDA out of "
+        "memory. Tried to allocate 50.00 MiB. GPU 0 has a total capacty of 7.79 GiB of which 44.50 MiB is free.",
+    ),
+    (
+        "other_config_error",
+        'Could not get file "tokenizer.json" from API: RequestError(Status(403, Response[status: 403, status_text: '
+        "Forbidden, url: https://huggingface.co/meta-llama/Meta-Llama-3.1-8B-Instruct/resolve/main/tokenizer.json]))",
+    ),
+    (
+        "healthy",
+        '{"model":"llama2_7b_chat_q5km","created_at":"2024-03-20T10:53:33.579111733Z","response":"What","done":false}',
+    ),
+    (
+        "healthy",
+        '{"object":"list","data":[{"id":"meta-llama/Meta-Llama-3.1-8B-Instruct","object":"model","owned_by":"vllm"}]}',
+    ),
+    (
+        "healthy",
+        'data: {"id":"chatcmpl-8145","object":"chat.completion.chunk","created":1784558924,"model":"qwen3"}',
+    ),
+    ("healthy", "Processed prompts: 100%|██████████| 4/4 [00:01<00:00,  3.23it/s, est. speed input: 17.79 toks/s"),
+    ("healthy", "0.08.526.749 I srv  llama_server: listening on http://127.0.0.1:8080"),
+    (
+        "healthy",
+        "ContextLimit: 519/2048, Processing:11.37s (22.3ms/T), Generation:1.19s (118.9ms/T), Total:12.56s (0.80T/s)",
+    ),
+    ("healthy", "| ensemble         | 1       | READY  |"),
+    (
+        "unrecognized_error",
+        "INFO:     Uvicorn running on http://0.0.0.0:23333 (Press CTRL+C to quit)\n"
+        "[AMP ERROR][CudaFrontend.cpp:94][1708430273:970157]failed to call cuCtxGetDevice(&device), error code: "
+        "CUDA_ERROR_INVALID_CONTEXT",
+    ),
     # blind batch 9 (2026-12-03), each in its real wording
     (
         "abi_or_wheel_mismatch",
@@ -598,6 +655,20 @@ def test_prefilters_are_supersets_of_their_patterns() -> None:
 #: GPU TensorFlow skips, a library Ollama moves past, an optional kernel module and an HTTP server
 #: that binds before its model is loaded decide nothing of the kind.
 NARROW: list[tuple[str, str]] = [
+    # blind batch 10: a forward frame's `self.weight` is not weight loading; a Triton model that did
+    # not load blocks the table's READY rows
+    (
+        "oom_runtime",
+        "Loading weights took 10.21 seconds\n"
+        "    return F.linear(input, self.weight, self.bias)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+    ),
+    (
+        "unrecognized_error",
+        "| Model    | Version | Status |\n"
+        "| bls      | 1       | UNAVAILABLE: Internal: ModuleNotFoundError: No module named 'numpy' |\n"
+        "| ensemble | 1       | READY  |\n",
+    ),
     (
         "oom_runtime",
         "INFO:     Application startup complete.\n"

@@ -91,6 +91,18 @@ def test_requests_refused_after_answered_ones_are_not_healthy() -> None:
     assert (d.label, d.confidence) == ("healthy", "likely")
 
 
+def test_an_error_sent_inside_an_answered_stream_is_not_healthy() -> None:
+    # Blind batch 10: a streamed completion answers 200 (its chunks prove the server answered), then
+    # sends its failure as an error chunk; the response bodies are the whole log.
+    chunk = 'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m"}\n'
+    error = 'data: {"error": {"message": "pop from empty list", "type": "InternalServerError", "code": 500}}\n'
+    assert diagnose_text(chunk, scorer=False).label == "healthy"
+    d = diagnose_text(chunk + error, scorer=False)
+    assert d.label == "unrecognized_error"
+    assert [(e["line"], e["signature"]) for e in d.evidence if e["role"] != "proof"] == [(2, "request_rejected")]
+    assert diagnose_text(chunk + error).label != "healthy"
+
+
 def test_nothing_recognised_is_inconclusive_not_healthy() -> None:
     d = diagnose_text("hello\nworld\n")
     assert d.label == "inconclusive" and d.would_decide and not d.evidence
