@@ -398,7 +398,10 @@ CASES: list[tuple[str, str]] = [
         "ImportError('/usr/lib/x86_64-linux-gnu/libcuda.so.1: file too short')",
     ),
     ("libcuda_missing", "[rank1]: Last error:\n[rank1]: Failed to open libnvidia-ml.so.1"),
-    ("abi_or_wheel_mismatch", "Error transcribing file on line Library cublas64_12.dll is not found or cannot be loaded"),
+    (
+        "abi_or_wheel_mismatch",
+        "Error transcribing file on line Library cublas64_12.dll is not found or cannot be loaded",
+    ),
     (
         "abi_or_wheel_mismatch",
         "The code execution cannot proceed because cudart64_12.dll was not found. Reinstalling the program may fix "

@@ -1,9 +1,9 @@
 """Airflow DAG: the tool-calling canary (runbook 03) every 6 hours with the papermill provider.
 
 Install on the Airflow workers: ``apache-airflow-providers-papermill`` and this project
-(the wheel: ``pip install vllm_runbooks-*.whl``; it carries the runbook templates), and set the ``VLLM_API_KEY`` variable in the workers'
-environment (the runbook reads the variable named by ``api_key_env``; the key never enters a
-parameter). Three tasks:
+(the wheel: ``pip install vllm_runbooks-*.whl``; it carries the runbook templates), and set the
+``VLLM_API_KEY`` variable in the workers' environment (the runbook reads the variable named by
+``api_key_env``; the key never enters a parameter). Three tasks:
 
 1. ``prepare_run_dir`` — a fresh run directory (exclusive create: never over an earlier run);
 2. ``canary`` — ``PapermillOperator`` executes the installed ``03_canary_validation.ipynb`` into it;
