@@ -390,7 +390,55 @@ CASES: list[tuple[str, str]] = [
         "Error allocating memory ErrorOutOfDeviceMemory\nerror loading model: Error allocating vulkan memory.",
     ),
     # vLLM with no platform detected (no NVIDIA GPU, or NVML not loadable) leaves the device type empty
-    ("no_gpu_visible", "RuntimeError: [address=0.0.0.0:38231, pid=2088] Device string must not be empty"),
+    ("libcuda_missing", "RuntimeError: [address=0.0.0.0:38231, pid=2088] Device string must not be empty"),
+    # blind batch 12 (2026-12-03), each in its real wording
+    (
+        "driver_too_old",
+        "ValueError: failed to create device: MAX doesn't support your current NVIDIA GPU driver. MAX requires a "
+        "minimum driver version of 550 and CUDA version 12.4.",
+    ),
+    (
+        "arch_unsupported",
+        "ERROR 10-27 01:25:26 [core.py:779] ptxas /tmp/tmppg3i0awm.ptx, line 818; error   : Feature '.tile::gather4 "
+        "with destination state space as .shared::cluster' not supported on .target 'sm_120a'",
+    ),
+    (
+        "arch_unsupported",
+        "RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min capability: 80. ', "
+        "'Current capability: 75.')",
+    ),
+    (
+        "arch_unsupported",
+        "Error: Transcription produced no segments. Requested float16 compute type, but the target device or "
+        "backend do not support efficient float16 computation.",
+    ),
+    (
+        "oom_weights",
+        "RuntimeError: Failed to launch model, detail: [address=0.0.0.0:37065, pid=212288] CUDA out of memory. "
+        "Tried to allocate 978.00 MiB.",
+    ),
+    (
+        "libcuda_missing",
+        'time=2024-02-16T15:55:33.866Z level=INFO source=routes.go:1014 msg="Listening on [::]:11434 (version '
+        '0.1.25)"\n'
+        'time=2024-02-16T15:55:38.880Z level=INFO source=gpu.go:308 msg="Discovered GPU libraries: []"',
+    ),
+    ("healthy", "16:51:10-018411 INFO     API user=None code=200 http/1.1 GET / 127.0.0.1 0.6875"),
+    # blind batch 11 (2026-12-03), each in its real wording
+    (
+        "libcuda_missing",
+        "INFO 07-08 06:56:08 [__init__.py:248] No platform detected, vLLM is running on UnspecifiedPlatform\n"
+        "RuntimeError: Device string must not be empty",
+    ),
+    (
+        "nccl_error",
+        "NET/IBP:Got completion from peer <ip><36315> with status=12 opcode=32698 len=32696 vendor err 129 (Send)",
+    ),
+    ("oom_weights", "Error occurred when executing LoadTheMistoFluxControlNet:\nAllocation on device"),
+    (
+        "tool_call_parse_error",
+        "[56885] 138.47.694.043 W common_chat_peg_parse: unparsed peg-native output:  to=ha_config_set_script",
+    ),
     # blind batch 10 (2026-12-03), each in its real wording
     (
         "libcuda_missing",
