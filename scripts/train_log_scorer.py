@@ -227,7 +227,7 @@ def solve(items: Sequence[dict[str, Any]], start: Solution | None = None) -> Sol
     ``start`` (another solution, e.g. on all the data) only chooses where L-BFGS starts: the
     objective is strictly convex, so the minimiser is the same, and the stopping rule (the
     gradient's largest component below 1e-6 of the loss) the same. Leave-one-project-out fits
-    start from the all-data solution and take tens of iterations instead of hundreds.
+    start from the all-data solution and take about a fifth of the time.
     """
     idx = {c: i for i, c in enumerate(CLASSES)}
     df: dict[str, int] = {}
@@ -244,7 +244,7 @@ def solve(items: Sequence[dict[str, Any]], start: Solution | None = None) -> Sol
             targets.append(idx[target_of(it["row"]["label"])])
     k, d = len(CLASSES), len(names)
     theta = np.zeros(d * k + k)
-    if start is not None:
+    if rows and start is not None:
         at = {f: i for i, f in enumerate(start.names)}
         prior = start.theta[: len(start.names) * k].reshape(len(start.names), k)
         for i, f in enumerate(names):

@@ -77,7 +77,7 @@ def test_fit_failure_routes_to_free_the_gpu(tmp_path: Path) -> None:
     assert any("train.py" in s for s in result.report.remediation.first_steps)
 
 
-def test_probe_without_gpus_under_a_second_and_writes_the_new_files(tmp_path: Path) -> None:
+def test_probe_without_gpus_waits_on_no_timeout_and_writes_the_new_files(tmp_path: Path) -> None:
     script = tmp_path / "probe_node.py"
     subprocess.run([sys.executable, "-m", "vllm_runbooks.cli", "probe", "--write-script", str(script)], check=True)
     t0 = time.monotonic()
@@ -88,7 +88,10 @@ def test_probe_without_gpus_under_a_second_and_writes_the_new_files(tmp_path: Pa
         assert name in meta["captures"]
     assert meta["captures"]["fabric-manager-version.txt"]["status"] == "unavailable"  # a reason, not a crash
     if shutil.which("nvidia-smi") is None:
-        assert took < 1.0, took
+        # missing tools are found missing, not waited for: one capture's timeout would be seconds.
+        # Its speed is benchmarks/bench_probe.py's (well under a second); 1.0 s here failed once on
+        # a busy CI machine at 1.08 s, so the bound is the timeout it guards against, not the speed
+        assert took < 5.0, took
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
