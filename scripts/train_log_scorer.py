@@ -29,6 +29,7 @@ import argparse
 import hashlib
 import json
 import math
+import multiprocessing
 import os
 import re
 import sys
@@ -288,9 +289,34 @@ def to_model(sol: Solution, temperature: float, threshold: float) -> Model:
     )
 
 
-def fold_models(items: Sequence[dict[str, Any]], key: str, start: Solution | None = None) -> dict[str, Model]:
-    """Per fold (``it[key]``): the model trained on every other fold (from ``start``, see ``solve``)."""
-    return {f: fit([it for it in items if it[key] != f], start=start) for f in sorted({it[key] for it in items})}
+#: What forked fold workers read (set just before the pool forks; nothing is pickled to them).
+_FORKED: tuple[Sequence[dict[str, Any]], str, Solution | None] = ((), "", None)
+
+
+def _fit_without(fold: str) -> tuple[str, Model]:
+    """One fold's model in a forked worker: trained on every item outside ``fold``."""
+    items, key, start = _FORKED
+    return fold, fit([it for it in items if it[key] != fold], start=start)
+
+
+def fold_models(
+    items: Sequence[dict[str, Any]], key: str, start: Solution | None = None, jobs: int = 1
+) -> dict[str, Model]:
+    """Per fold (``it[key]``): the model trained on every other fold (from ``start``, see ``solve``).
+
+    Each fit is deterministic and independent of the others, so ``jobs`` forked workers give the
+    same models as one process, only sooner (leave-one-project-out is hundreds of fits).
+    """
+    global _FORKED
+    folds = sorted({it[key] for it in items})
+    if jobs <= 1 or len(folds) < 2:
+        return {f: fit([it for it in items if it[key] != f], start=start) for f in folds}
+    _FORKED = (items, key, start)
+    try:
+        with multiprocessing.get_context("fork").Pool(min(jobs, len(folds))) as pool:
+            return dict(pool.imap(_fit_without, folds, chunksize=1))
+    finally:
+        _FORKED = ((), "", None)
 
 
 def held_out_logits(items: Sequence[dict[str, Any]], models: dict[str, Model], key: str) -> list[list[float]]:
@@ -433,13 +459,16 @@ def cv_report(
     }
 
 
-def train(paths: Sequence[Path], cv_folds: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The shipped JSON document and (with ``cv_folds``; 0 = one per project) the cross-validation report."""
+def train(paths: Sequence[Path], cv_folds: int | None = None, jobs: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The shipped JSON document and (with ``cv_folds``; 0 = one per project) the cross-validation report.
+
+    ``jobs``: processes for the fold fits (the output is the same for any number).
+    """
     rows = load_sets(paths)
     items = extract(rows)
     for it in items:
         it["calibration_fold"] = fold_of(it["group"], CALIBRATION_FOLDS)
-    models = fold_models(items, "calibration_fold")
+    models = fold_models(items, "calibration_fold", jobs=jobs)
     t, loss = temperature(items, held_out_logits(items, models, "calibration_fold"))
     for m in models.values():
         m.temperature, m.threshold = t, 0.0
@@ -471,7 +500,7 @@ def train(paths: Sequence[Path], cv_folds: int | None = None) -> tuple[dict[str,
         for it in items:
             it["cv_fold"] = fold_of(it["group"], cv_folds)
         # one fold per project: hundreds of fits, each started from the all-data solution
-        cv_models = fold_models(items, "cv_fold", start=everything if cv_folds <= 0 else None)
+        cv_models = fold_models(items, "cv_fold", start=everything if cv_folds <= 0 else None, jobs=jobs)
         for m in cv_models.values():
             m.temperature, m.threshold = t, th
         report = cv_report(items, cv_models, ablation_outcomes(items, cv_models, "cv_fold"), "cv_fold")
@@ -550,13 +579,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--folds", type=int, default=0, help="folds for --cv, grouped by project (0: one per project)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--no-write", action="store_true", help="compute (and report) without writing")
+    ap.add_argument("--jobs", type=int, default=1, help="processes for the fold fits (same output for any number)")
     args = ap.parse_args(argv)
     paths = [Path(p) for p in args.sets if Path(p).name not in set(args.exclude_set)]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         print(f"training sets missing: {', '.join(missing)}", file=sys.stderr)
         return 2
-    doc, rep = train(paths, cv_folds=args.folds if (args.cv or args.json) else None)
+    doc, rep = train(paths, cv_folds=args.folds if (args.cv or args.json) else None, jobs=args.jobs)
     if not args.no_write:
         write_atomic(Path(args.output), dump(doc))
         print(

@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -294,15 +295,22 @@ def test_blind_batch_is_well_formed_and_from_new_threads(batch: Path, earlier: t
     assert not seen & set(urls)
 
 
-def test_a_fit_started_from_another_solution_reaches_the_same_weights() -> None:
-    # Leave-one-project-out starts each fit from the all-data solution (hundreds of fits); the
-    # objective is strictly convex, so where L-BFGS starts must not change what it finds.
+def _training_script() -> Any:
+    """The training script as a module (registered, so forked fold workers can find its functions)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("train_log_scorer", SCRIPT)
     assert spec is not None and spec.loader is not None
     train = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = train
     spec.loader.exec_module(train)
+    return train
+
+
+def test_a_fit_started_from_another_solution_reaches_the_same_weights() -> None:
+    # Leave-one-project-out starts each fit from the all-data solution (hundreds of fits); the
+    # objective is strictly convex, so where L-BFGS starts must not change what it finds.
+    train = _training_script()
     items = train.extract(train.load_sets([DATA / "logs_heldout.jsonl", DATA / "logs_other_projects.jsonl"]))
     everything = train.solve(items)
     largest = max({it["group"] for it in items}, key=lambda g: sum(it["group"] == g for it in items))
@@ -318,6 +326,18 @@ def test_a_fit_started_from_another_solution_reaches_the_same_weights() -> None:
         for i, f in enumerate(warm.names)
     )
     assert moved > 0.1
+
+
+def test_fold_fits_in_worker_processes_give_the_same_models() -> None:
+    # Leave-one-project-out runs its fits in parallel (--jobs); the models must not depend on it
+    train = _training_script()
+    items = train.extract(train.load_sets([DATA / "logs_heldout.jsonl"]))
+    for it in items:
+        it["fold"] = train.fold_of(it["group"], 3)
+    alone, forked = train.fold_models(items, "fold"), train.fold_models(items, "fold", jobs=2)
+    assert len(alone) == 3 and list(alone) == list(forked)
+    assert all(alone[f].to_json() == forked[f].to_json() for f in alone)
+    assert len({json.dumps(m.to_json(), sort_keys=True) for m in alone.values()}) == 3
 
 
 def test_scorer_lines_section_is_validated() -> None:
