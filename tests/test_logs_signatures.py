@@ -391,6 +391,140 @@ CASES: list[tuple[str, str]] = [
     ),
     # vLLM with no platform detected (no NVIDIA GPU, or NVML not loadable) leaves the device type empty
     ("libcuda_missing", "RuntimeError: [address=0.0.0.0:38231, pid=2088] Device string must not be empty"),
+    # blind batch 14 (2026-12-03), each in its real wording
+    ("healthy", "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 9.78732"),
+    ("healthy", "Test PASSED"),
+    (
+        "container_toolkit_requirement",
+        "error running hook: exit status 1, stdout: , stderr: /usr/local/nvidia/toolkit/nvidia-container-cli.real: "
+        "/lib64/libc.so.6: version `GLIBC_2.27' not found (required by /usr/local/nvidia/toolkit/libnvidia-container",
+    ),
+    (
+        "nccl_error",
+        "(MegatronPolicyWorker pid=1391870) [2026-07-10 06:19:36] <host>:1391870:1393239 [7] init.cc:904 NCCL WARN "
+        "Duplicate GPU detected : rank 15 and rank 7 both on CUDA device e4000",
+    ),
+    (
+        "nccl_error",
+        "RuntimeError: Gloo connectFullMesh failed with [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152]",
+    ),
+    (
+        "other_config_error",
+        "Error: No available node types can fulfill resource request {'CPU': 1.0, 'worker_id_1': 0.1, 'worker_node': "
+        "0.1, 'GPU': 2.0}. Add suitable node types to this cluster to resolve this issue.",
+    ),
+    (
+        "no_gpu_visible",
+        "Open nvidia.ko is only ready for use on Data Center GPUs. \nGPU 0000:07:00.0: RmInitAdapter failed!",
+    ),
+    (
+        "driver_too_old",
+        "2024-02-15 14:18:20.201828: W external/xla/xla/service/gpu/nvptx_compiler.cc:744] The NVIDIA driver's CUDA "
+        "version is 12.2 which is older than the ptxas CUDA version (12.3.107).",
+    ),
+    ("no_gpu_visible", "nvidia-container-cli: initialization error: WSL environment detected but no adap"),
+    ("abi_or_wheel_mismatch", "OSError: libtorch_cuda.so: cannot open shared object file: No such file or directory"),
+    (
+        "other_config_error",
+        "2025-05-20 15:33:59 [ERROR] Trying to keep the first 10136 tokens when context the overflows. However, the "
+        "model is loaded with context length of only 7866 tokens, which is not enough.",
+    ),
+    (
+        "other_config_error",
+        '"registry.ollama.ai/library/qwen2.5-coder-7b-instruct-q4_k_m:latest does not support tools"',
+    ),
+    (
+        "other_config_error",
+        "│ ✖  OpenAI API Streaming Error: 500 Unknown method: keys at row 57, column 46:          │",
+    ),
+    (
+        "other_config_error",
+        "(APIServer pid=966592) KeyError: 'invalid tool call parser: openai (chose from "
+        "{ deepseek_v3, glm45, hermes })'",
+    ),
+    (
+        "other_config_error",
+        '(124315 tokens) exceeds the available context size\nit","type":"exceed_context_size_error"',
+    ),
+    # blind batch 13 (2026-12-03), each in its real wording
+    ("healthy", "2020/11/10 20:16:06 Registered device plugin with Kubelet"),
+    ("healthy", " [LM STUDIO SERVER] Success! HTTP server listening on port 1234"),
+    (
+        "healthy",
+        "[2026-08-20 21:13:47.295] [info] ninfer-serve: listening on http://0.0.0.0:8080 (model id: qwen3.8-27b, "
+        "auth: disabled)",
+    ),
+    (
+        "container_toolkit_requirement",
+        'time="2022-09-19T11:52:23Z" level=warning msg="Error signaling containerd, attempt 5/6: unable to dial: '
+        'dial unix /runtime/sock-dir/containerd.sock: connect: no such file or directory"',
+    ),
+    (
+        "container_toolkit_requirement",
+        "nvidia-container-cli: error while loading shared libraries: libnvidia-container.so.1: cannot open shared "
+        "object file: No such file or directory",
+    ),
+    (
+        "container_toolkit_requirement",
+        "Device all does not have a CDI configuration\nNo CDI configuration found for all",
+    ),
+    (
+        "container_toolkit_requirement",
+        "external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:282] failed call to cuInit: CUDA_ERROR_NOT_FOUND: "
+        "named symbol not found",
+    ),
+    (
+        "container_toolkit_requirement",
+        "Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() "
+        "that might have already set an error? Error 500: named symbol not found",
+    ),
+    (
+        "libcuda_missing",
+        "442.3       /usr/bin/ld: warning: libcuda.so.1, needed by bin/libggml-cuda.so.0.9.4, not found (try using "
+        "-rpath or -rpath-link)",
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        "AttributeError: function 'llama_get_kv_self' not found. Did you mean: 'llama_get_model'?",
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        "RuntimeError: Configured CUDA binary not found at /usr/local/lib/python3.12/dist-packages/bitsandbytes/"
+        "libbitsandbytes_cuda129.so",
+    ),
+    ("abi_or_wheel_mismatch", "ImportError: Requires Flash-Attention version >=2.7.1,<=2.7.4 but got 2.8.0.post2."),
+    ("abi_or_wheel_mismatch", "fatal error: curand_kernel.h: No such file or directory"),
+    (
+        "abi_or_wheel_mismatch",
+        'onnxruntime::ProviderLibrary::Get [ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 "" '
+        "when trying to load",
+    ),
+    (
+        "other_config_error",
+        "common_chat_templates_init: failed to parse chat template (defaulting to chatml): Failed to parse number: '.'",
+    ),
+    (
+        "other_config_error",
+        "E0117 09:50:01.977892 4096 model_repository_manager.cc:1335] Poll failed for model directory 'ensemble': "
+        "failed to read text proto from all_models/inflight_batcher_llm/ensemble/config.pbtxt",
+    ),
+    ("other_config_error", "maximum payload exceeded: 1223632 vs 1048576"),
+    (
+        "other_config_error",
+        '{"object":"error","message":"The input (61709 tokens) is longer than the model\\\'s context length (40960 '
+        'tokens).","type":"BadRequestError","param":null,"code":400}',
+    ),
+    (
+        "nccl_error",
+        "E0511 07:42:36.355509 10240 rdma_context.cpp:198] Failed to register memory 0x2e1cbac200: Bad address [14]",
+    ),
+    (
+        "oom_weights",
+        "Multi-thread loading shards: 100% Completed | 142/142 [00:25<00:00,  5.66it/s]\n"
+        "[2026-04-16 01:02:09 TP1] Failed to initialize lk_moe: CUDA out of memory. Tried to allocate 24.00 MiB.",
+    ),
+    ("no_gpu_visible", "jaxlib.xla_extension.XlaRuntimeError: FAILED_PRECONDITION: No visible GPU devices."),
+    ("unrecognized_error", "cudaErrorUnknown: unknown error"),
     # blind batch 12 (2026-12-03), each in its real wording
     (
         "driver_too_old",
@@ -774,6 +908,14 @@ NARROW: list[tuple[str, str]] = [
         "[1745499308.854013] [host:760  :0]  ib_iface.c:1260 UCX  ERROR Invalid active_speed on mlx5_0:1: 128\n"
         "INFO:     Application startup complete.\n",
     ),
+    # blind batch 13: llama.cpp's 2026 server binds its port before it loads the model (not proof, unlike
+    # a `...server: listening on http://` line after loading); a CUDA-graph-capture header is not a toolkit
+    # header
+    (
+        "inconclusive",
+        "main: HTTP server is listening, hostname: 127.0.0.1, port: 8080, http threads: 31\nmain: loading model\n",
+    ),
+    ("unrecognized_error", "fatal error: cutlass/cutlass.h: No such file or directory\nninja: build stopped\n"),
     # blind batch 7: a 404 (a wrong path) says nothing against a server that answers
     (
         "healthy",
