@@ -81,7 +81,7 @@ def test_shipped_model_records_its_inputs(model: Model) -> None:
 def test_retraining_reproduces_the_shipped_file_byte_for_byte(tmp_path: Path) -> None:
     need_path(DEV_CORPUS, "the team corpus (part of the scorer's training data)")
     out = tmp_path / "log_scorer.json"
-    # about 4 minutes alone on 2 cores at 1,974 excerpts; the bound is for a hang, not for speed
+    # about 3 minutes alone on 2 cores at 1,974 excerpts (188 s); the bound is for a hang, not for speed
     r = subprocess.run(
         [sys.executable, str(SCRIPT), "--output", str(out)], capture_output=True, text=True, timeout=1200, check=False
     )
