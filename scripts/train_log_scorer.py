@@ -2,7 +2,7 @@
 """Train the learned log scorer from every labelled excerpt the project holds; deterministic, offline.
 
 Usage: scripts/train_log_scorer.py [--output PATH] [--sets PATH ...] [--cv] [--json]
-                                   [--folds N] [--exclude-set NAME ...]
+                                   [--folds N] [--jobs N] [--exclude-set NAME ...]
 
 Reads the labelled sets (the team's dev corpus ``../shared/corpus/logs_dev.jsonl`` and
 ``tests/data/logs_*.jsonl``), runs each excerpt through the same scan ``diagnose-log`` uses
@@ -19,8 +19,9 @@ signature file and this script's version. Needs only the project's own dependenc
 ``--cv`` prints cross-validated figures for the scorer alone and for the whole verdict
 (signatures, then the scorer) overall and per label, by default leave-one-project-out
 (``--folds 0``, one fold per repository: 723 fits at 1,747 excerpts, each started from the
-all-data solution; still more than an hour and a half on two cores; ``--folds 10``: about four
-minutes); ``--json`` prints them as JSON.
+all-data solution; 2 h 19 min with ``--jobs 2`` on a shared two-core machine; ``--folds 10``:
+about four minutes); ``--json`` prints them as JSON. ``--jobs N`` runs the fold fits in N forked
+processes (the same models as one process).
 """
 
 from __future__ import annotations
