@@ -290,12 +290,12 @@ def to_model(sol: Solution, temperature: float, threshold: float) -> Model:
     )
 
 
-#: What forked fold workers read (set just before the pool forks; nothing is pickled to them).
+#: What the fold fits read (set by ``fold_models``, before a pool forks: nothing is pickled to workers).
 _FORKED: tuple[Sequence[dict[str, Any]], str, Solution | None] = ((), "", None)
 
 
 def _fit_without(fold: str) -> tuple[str, Model]:
-    """One fold's model in a forked worker: trained on every item outside ``fold``."""
+    """One fold's model (in this process or a forked worker): trained on every item outside ``fold``."""
     items, key, start = _FORKED
     return fold, fit([it for it in items if it[key] != fold], start=start)
 
@@ -310,10 +310,10 @@ def fold_models(
     """
     global _FORKED
     folds = sorted({it[key] for it in items})
-    if jobs <= 1 or len(folds) < 2:
-        return {f: fit([it for it in items if it[key] != f], start=start) for f in folds}
     _FORKED = (items, key, start)
     try:
+        if jobs <= 1 or len(folds) < 2:
+            return dict(map(_fit_without, folds))
         with multiprocessing.get_context("fork").Pool(min(jobs, len(folds))) as pool:
             return dict(pool.imap(_fit_without, folds, chunksize=1))
     finally:

@@ -24,7 +24,7 @@ from ci_rules import need_path
 from vllm_runbooks.logs import diagnose_text
 from vllm_runbooks.logs.classify import signature_diagnosis
 from vllm_runbooks.logs.diagnosis import LogDiagnoses, LogDiagnosis
-from vllm_runbooks.logs.evaluate import DEV_CORPUS, figures, load_corpus
+from vllm_runbooks.logs.evaluate import DEV_CORPUS, failure_called_healthy, figures, load_corpus
 from vllm_runbooks.logs.scorer import HEAD_LINES, TAIL_LINES, Model, ScoredLine, default_model, predict
 from vllm_runbooks.logs.signatures import LABELS, SignatureError, default_signatures_bytes, parse_signatures
 from vllm_runbooks.logs.verdict import SCORABLE, apply_scores
@@ -198,9 +198,8 @@ NOT_IN_THE_EXCERPT = {"n-dif-14", "n-tool-08"}
 
 
 def _failures_called_healthy(rows: list[dict], labels: list[str]) -> set[str]:
-    """Ids of the failures (as ``figures`` counts them) the verdict called healthy."""
-    failed = {r["id"] for r in rows if r["label"] not in ("healthy", "inconclusive")}
-    return {r["id"] for r, lab in zip(rows, labels, strict=True) if r["id"] in failed and lab == "healthy"}
+    """Ids of the failures the verdict called healthy (what ``figures`` counts)."""
+    return {r["id"] for r, lab in zip(rows, labels, strict=True) if failure_called_healthy(r["label"], lab)}
 
 
 # (accuracy, precision) floors per blind batch, in BATCHES order; a batch without its row stops
@@ -360,6 +359,8 @@ def test_fold_fits_in_worker_processes_give_the_same_models() -> None:
     alone, forked = train.fold_models(items, "fold"), train.fold_models(items, "fold", jobs=2)
     assert len(alone) == 3 and list(alone) == list(forked)
     assert all(alone[f].to_json() == forked[f].to_json() for f in alone)
+    first = next(iter(alone))  # ... and each is the fit on every other fold
+    assert alone[first].to_json() == train.fit([it for it in items if it["fold"] != first]).to_json()
     assert len({json.dumps(m.to_json(), sort_keys=True) for m in alone.values()}) == 3
 
 

@@ -27,6 +27,11 @@ DEV_CORPUS = Path(
 NOT_A_CAUSE = frozenset({"healthy", "unrecognized_error", "inconclusive"})
 
 
+def failure_called_healthy(expected: str, predicted: str) -> bool:
+    """A real failure (a cause, or an unexplained error) the verdict called healthy: the worst miss."""
+    return expected not in ("healthy", "inconclusive") and predicted == "healthy"
+
+
 def figures(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     """The four figures the issue tracker reports, from (expected, predicted) pairs.
 
@@ -44,7 +49,7 @@ def figures(pairs: list[tuple[str, str]]) -> dict[str, Any]:
         "precision_named": sum(e == p for e, p in named) / len(named) if named else None,
         "failures_with_cause": len(causes),
         "recall_failures": sum(e == p for e, p in causes) / len(causes) if causes else None,
-        "failures_called_healthy": sum(e not in ("healthy", "inconclusive") and p == "healthy" for e, p in pairs),
+        "failures_called_healthy": sum(failure_called_healthy(e, p) for e, p in pairs),
         "healthy_called_failure": sum(e == "healthy" and p not in ("healthy", "inconclusive") for e, p in pairs),
     }
 
@@ -133,9 +138,7 @@ def evaluate(path: str | Path = DEV_CORPUS, engine: str = "auto") -> dict[str, A
         "healthy_called_inconclusive": [
             s for s in main if s["expected"] == "healthy" and s["predicted"] == "inconclusive"
         ],
-        "failures_called_healthy": [
-            s for s in scored if s["expected"] not in ("healthy", "inconclusive") and s["predicted"] == "healthy"
-        ],
+        "failures_called_healthy": [s for s in scored if failure_called_healthy(s["expected"], s["predicted"])],
         "failures": sum(s["expected"] not in ("healthy", "inconclusive") for s in scored),
         "errors": [s for s in main if s["expected"] != s["predicted"]],
         "special": special,
