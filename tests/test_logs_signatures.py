@@ -391,6 +391,87 @@ CASES: list[tuple[str, str]] = [
     ),
     # vLLM with no platform detected (no NVIDIA GPU, or NVML not loadable) leaves the device type empty
     ("libcuda_missing", "RuntimeError: [address=0.0.0.0:38231, pid=2088] Device string must not be empty"),
+    # blind batch 15 (2026-12-03), each in its real wording
+    (
+        "arch_unsupported",
+        "ERROR: Detected Tesla V100S-PCIE-32GB GPU, which is not supported by this container\n"
+        "  [[System has unsupported display driver / cuda driver combination (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH) "
+        "cuInit()=803]]",
+    ),
+    (
+        "arch_unsupported",
+        "    PyTorch no longer supports this GPU because it is too old.\n"
+        "    The minimum cuda capability supported by this library is 7.5.",
+    ),
+    ("arch_unsupported", "'sm_120' is not a recognized processor for this target (ignoring processor)"),
+    (
+        "arch_unsupported",
+        "RuntimeError: Current CUDA Device does not support bfloat16. Please switch dtype to float16.",
+    ),
+    (
+        "arch_unsupported",
+        "Error: tvm.error.InternalError: Assertion error (/deepgemm/csrc/apis/hyperconnection.hpp:56): "
+        "Unsupported architecture",
+    ),
+    ("arch_unsupported", "[rank0]: ValueError: Type fp16 is not supported."),
+    (
+        "abi_or_wheel_mismatch",
+        "Exception: Installed CUDA version 11.0 does not match the version torch was compiled with 10.1, unable to "
+        "compile cuda/cpp extensions without a matching cuda version.",
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        "    The detected CUDA version (12.2) mismatches the version that was used to compile",
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        "WARNING:bitsandbytes.cextension:The installed version of bitsandbytes was compiled without GPU support. "
+        "8-bit optimizers, 8-bit multiplication, and GPU quantization are unavailable.",
+    ),
+    ("abi_or_wheel_mismatch", "ModuleNotFoundError: No module named 'flash_attn_2_cuda'"),
+    (
+        "libcuda_missing",
+        'Unable to dynamically load the "cuda" shared library - searched for library names: ["cuda", '
+        '"nvcuda"]. Ensure that `LD_LIBRARY_PATH` has the correct path to the installed library.',
+    ),
+    ("container_toolkit_requirement", "Error: stat nvidia.com/gpu=0: no such file or directory"),
+    (
+        "container_toolkit_requirement",
+        'time="2021-11-17T07:42:32Z" level=info msg="Error: error validating toolkit installation: exec: '
+        '\\"nvidia-smi\\": executable file not found in $PATH"',
+    ),
+    (
+        "oom_weights",
+        "[11/22/2024-13:40:08] [I] Finished parsing network model. Parse time: 0.0704936\n"
+        "[11/22/2024-13:40:47] [E] Error[1]: [defaultAllocator.cpp::allocate::31] Error Code 1: Cuda Runtime (out of "
+        "memory)",
+    ),
+    ("other_config_error", "Error: Failed to parse chat template:  "),
+    ("other_config_error", " !! Warning, unknown architecture: Gemma2ForCausalLM"),
+    (
+        "other_config_error",
+        "[11:37:45] /work/cpp/cli_main.cc:378: Cannot find the model library that corresponds to "
+        "`vicuna-v1-7b-q3f16_0`.",
+    ),
+    (
+        "healthy",
+        "INFO 2025-08-29 18:02:42,869 serve 519120 -- Application 'default' is ready at http://127.0.0.1:8000/.",
+    ),
+    (
+        "unrecognized_error",
+        "[2025-05-15 15:48:41.233] [infini] [error] [libinfinistore.cpp:910] Please register memory first",
+    ),
+    ("unrecognized_error", '/workspaces/sysrap/iexpand.h(92): error: namespace "thrust" has no member "distance"'),
+    (
+        "unrecognized_error",
+        '"Failed to allocate device vector A (error code system not yet initialized)! [Vector addition of 5000 '
+        "elements]",
+    ),
+    (
+        "unrecognized_error",
+        '"Unable to connect to device plugin client with socket path" err="failed to dial device plugin: context '
+        'deadline exceeded"',
+    ),
     # blind batch 14 (2026-12-03), each in its real wording
     ("healthy", "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 9.78732"),
     ("healthy", "Test PASSED"),
