@@ -172,6 +172,7 @@ def test_ansi_and_transport_prefixes_are_stripped() -> None:
         "[pod/vllm-0/vllm] 2025-11-07T10:00:00Z RuntimeError: No CUDA GPUs are available",
         "авг 18 14:15:04 llm python3[28059]: RuntimeError: No CUDA GPUs are available",
         "2025-11-07T10:00:00.1+00:00 stderr F RuntimeError: No CUDA GPUs are available",
+        "2023-09-03 13:06:49 | ERROR | stderr | RuntimeError: No CUDA GPUs are available",
     ]
     for ln in lines:
         d = diagnose_text(ln + "\n")
@@ -181,6 +182,22 @@ def test_ansi_and_transport_prefixes_are_stripped() -> None:
         ), d.root_cause.text  # type: ignore[union-attr]
     # an escape sequence inside the message itself must not hide it
     assert diagnose_text("No CUDA \x1b[1mGPUs\x1b[0m are available\n").label == "no_gpu_visible"
+
+
+def test_stderr_relogged_at_error_level_keeps_its_own_level() -> None:
+    # FastChat / LLaVA log their own stderr through a logger at ERROR (blind batch 16): uvicorn's
+    # INFO lines inside are a server that came up, not errors
+    log = (
+        "2023-09-03 13:06:49 | INFO | controller | Init controller\n"
+        "2023-09-03 13:06:49 | ERROR | stderr | INFO:     Started server process [76682]\n"
+        "2023-09-03 13:06:49 | ERROR | stderr | INFO:     Application startup complete.\n"
+        "2023-09-03 13:06:49 | ERROR | stderr | INFO:     Uvicorn running on http://0.0.0.0:10000\n"
+    )
+    assert diagnose_text(log).label == "healthy"
+    # a real error wrapped the same way is still read
+    assert diagnose_text(
+        log + "2023-09-03 13:07:00 | ERROR | stderr | RuntimeError: No CUDA GPUs are available\n"
+    ).label == ("no_gpu_visible")
 
 
 def test_one_megabyte_line_is_capped_but_matched() -> None:

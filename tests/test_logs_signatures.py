@@ -391,6 +391,75 @@ CASES: list[tuple[str, str]] = [
     ),
     # vLLM with no platform detected (no NVIDIA GPU, or NVML not loadable) leaves the device type empty
     ("libcuda_missing", "RuntimeError: [address=0.0.0.0:38231, pid=2088] Device string must not be empty"),
+    # blind batch 17 (2026-12-03), each in its real wording
+    (
+        "oom_runtime",
+        "Faiss assertion 'cudaMalloc(p, size) == cudaSuccess' failed in void faiss::gpu::allocMemorySpace("
+        "faiss::gpu::MemorySpace, void**, size_t) at utils/MemorySpace.cpp:20; details: Failed to cudaMalloc "
+        "16000000000 bytes",
+    ),
+    ("abi_or_wheel_mismatch", "Could not locate cudnn_ops_infer64_8.dll. Please make sure it is in your library path!"),
+    (
+        "healthy",
+        "INFO 08-27 07:10:57 [launcher.py:37] Route: /health, Methods: GET\n"
+        "INFO 08-27 07:10:57 [launcher.py:37] Route: /load, Methods: GET",
+    ),
+    # blind batch 16 (2026-12-03), each in its real wording
+    (
+        "oom_weights",
+        '  File "E:\\ComfyUI\\comfy\\model_patcher.py", line 393, in load\n'
+        "    self.patch_weight_to_device(weight_key, device_to=device_to)\n"
+        "torch.OutOfMemoryError: Allocation on device ",
+    ),
+    (
+        "oom_weights",
+        "[Memory Management] Target: KModel, Free GPU: 3232.70 MB, Model Require: 11350.07 MB, Previously Loaded: "
+        "0.00 MB, Inference Require: 189.00 MB, Remaining: -8306.37 MB, CUDA error: out of memory",
+    ),
+    (
+        "oom_weights",
+        "** model stable-diffusion-1.4 could not be loaded: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; "
+        "4.00 GiB total capacity; 3.41 GiB already allocated; 0 bytes free)",
+    ),
+    (
+        "oom_runtime",
+        "E:onnxruntime:Default, tensorrt_execution_provider.h:50 log] [2022-03-04 13:39:28 ERROR] "
+        "../rtSafe/safeRuntime.cpp (25) - Cuda Error in allocate: 2 (out of memory)",
+    ),
+    (
+        "arch_unsupported",
+        " W0730 09:18:39.834827   474 gpu_resources.cc:106] The GPU compute capability in your current machine is "
+        "90, which is not supported by Paddle, it is recommended to install the corresponding wheel package",
+    ),
+    (
+        "arch_unsupported",
+        "             NVRM: installed in this system is not supported by open\n"
+        "             NVRM: nvidia.ko because it does not include the required GPU",
+    ),
+    (
+        "arch_unsupported",
+        'Error: DriverError(CUDA_ERROR_NOT_FOUND, "named symbol not found") when loading cast_f32_bf16',
+    ),
+    (
+        "nvml_mismatch",
+        "E tensorflow/stream_executor/cuda/cuda_diagnostics.cc:296] kernel version 352.63.0 does not match DSO "
+        "version 361.93.2 -- cannot find working devices in this configuration",
+    ),
+    (
+        "shm_insufficient",
+        "RuntimeError: (Unavailable) Memory map failed when create shared memory.",
+    ),
+    (
+        "other_config_error",
+        '15:43:01-330858 ERROR    Diffusers download error: id="black-forest-labs/FLUX.1-dev" model access requires '
+        "login",
+    ),
+    (
+        "other_config_error",
+        '"Error rendering prompt with jinja template: Error: Parser Error: Expected closing statement token. '
+        'OpenSquareBracket !== CloseStatement."',
+    ),
+    ("unrecognized_error", "ggml_cuda_init: failed to initialize CUDA: system not yet initialized"),
     # blind batch 15 (2026-12-03), each in its real wording
     (
         "arch_unsupported",
@@ -425,8 +494,9 @@ CASES: list[tuple[str, str]] = [
     ),
     (
         "abi_or_wheel_mismatch",
-        "WARNING:bitsandbytes.cextension:The installed version of bitsandbytes was compiled without GPU support. "
-        "8-bit optimizers, 8-bit multiplication, and GPU quantization are unavailable.",
+        "WARNING:bitsandbytes.cextension:Could not find the bitsandbytes CUDA binary at "
+        "WindowsPath('G:/Data/Packages/stable-diffusion-webui-forge/venv/lib/site-packages/bitsandbytes/"
+        "libbitsandbytes_cuda128.dll')",
     ),
     ("abi_or_wheel_mismatch", "ModuleNotFoundError: No module named 'flash_attn_2_cuda'"),
     (
@@ -997,6 +1067,15 @@ NARROW: list[tuple[str, str]] = [
         "main: HTTP server is listening, hostname: 127.0.0.1, port: 8080, http threads: 31\nmain: loading model\n",
     ),
     ("unrecognized_error", "fatal error: cutlass/cutlass.h: No such file or directory\nninja: build stopped\n"),
+    # blind batch 17: bitsandbytes built without GPU support is benign where no GPU is used (a Mac): it
+    # does not outweigh a web UI that served and generated
+    (
+        "healthy",
+        "bitsandbytes/cextension.py:34: UserWarning: The installed version of bitsandbytes was compiled without GPU "
+        "support. 8-bit optimizers, 8-bit multiplication, and GPU quantization are unavailable.\n"
+        "Running on local URL:  http://0.0.0.0:7860\n"
+        "Output generated in 576.62 seconds (0.02 tokens/s, 12 tokens, context 226, seed 600)\n",
+    ),
     # blind batch 7: a 404 (a wrong path) says nothing against a server that answers
     (
         "healthy",

@@ -34,6 +34,10 @@ _PREFIXES: tuple[re.Pattern[str], ...] = (
     # process prefixes added by vLLM / Ray / torchrun: "(EngineCore_DP0 pid=1) ", "[rank0]: "
     re.compile(r"^\((?:\w+(?: rank=\d+)? pid=\d+(?:, ip=[^)]*)?)\)\s+"),
     re.compile(r"^\[rank\d+\]:\s*"),
+    # FastChat / LLaVA re-log their own stderr and stdout through a logger at ERROR / INFO:
+    # "2023-09-03 13:06:49 | ERROR | stderr | INFO:     Uvicorn running on ..." (blind batch 16): the
+    # wrapped line carries its own level
+    re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} \| (?:ERROR|INFO) +\| std(?:err|out) \| "),
 )
 
 _LEVELS: tuple[tuple[re.Pattern[str], int], ...] = (
