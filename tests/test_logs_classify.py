@@ -27,7 +27,7 @@ from vllm_runbooks.logs import (
     re2_available,
 )
 from vllm_runbooks.logs import classify as classify_mod
-from vllm_runbooks.logs.evaluate import DEV_CORPUS, evaluate
+from vllm_runbooks.logs.evaluate import DEV_CORPUS, evaluate, figures
 from vllm_runbooks.logs.matcher import hyperscan_available
 
 ENGINE_CORE = "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"
@@ -351,3 +351,24 @@ def test_corrupt_gzip_from_the_start_is_unreadable(tmp_path: Path) -> None:
     d = diagnose_log(tmp_path / "bad.gz")
     assert (d.label, d.status, d.compression) == ("inconclusive", STATUS_UNREADABLE, "gzip")
     assert "gzip" in d.reason
+
+
+def test_figures_count_each_kind_of_miss() -> None:
+    # the figures every report and test reads: each pair below is one kind, so a wrong rule moves a count
+    pairs = [
+        ("nccl_error", "nccl_error"),  # named right
+        ("oom_runtime", "oom_weights"),  # named wrong
+        ("driver_too_old", "healthy"),  # a failure called healthy
+        ("unrecognized_error", "healthy"),  # an unexplained failure called healthy too
+        ("inconclusive", "healthy"),  # not a failure: no miss of that kind
+        ("healthy", "shm_insufficient"),  # a healthy log called a failure
+        ("healthy", "unrecognized_error"),  # ... also when no cause is named
+        ("healthy", "inconclusive"),  # not a failure called
+        ("no_gpu_visible", "unrecognized_error"),  # a cause not named
+    ]
+    f = figures(pairs)
+    assert f["n"] == 9 and f["accuracy"] == 1 / 9
+    assert f["named"] == 3 and f["precision_named"] == 1 / 3
+    assert f["failures_with_cause"] == 4 and f["recall_failures"] == 1 / 4
+    assert f["failures_called_healthy"] == 2
+    assert f["healthy_called_failure"] == 2

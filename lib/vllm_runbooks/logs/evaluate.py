@@ -27,9 +27,18 @@ DEV_CORPUS = Path(
 NOT_A_CAUSE = frozenset({"healthy", "unrecognized_error", "inconclusive"})
 
 
+#: Labels that say no failure was seen (the rest are a cause or an unexplained error).
+NOT_A_FAILURE = frozenset({"healthy", "inconclusive"})
+
+
 def failure_called_healthy(expected: str, predicted: str) -> bool:
     """A real failure (a cause, or an unexplained error) the verdict called healthy: the worst miss."""
-    return expected not in ("healthy", "inconclusive") and predicted == "healthy"
+    return expected not in NOT_A_FAILURE and predicted == "healthy"
+
+
+def healthy_called_failure(expected: str, predicted: str) -> bool:
+    """A healthy log the verdict called a failure: a false alarm that would block a rollout."""
+    return expected == "healthy" and predicted not in NOT_A_FAILURE
 
 
 def figures(pairs: list[tuple[str, str]]) -> dict[str, Any]:
@@ -50,7 +59,7 @@ def figures(pairs: list[tuple[str, str]]) -> dict[str, Any]:
         "failures_with_cause": len(causes),
         "recall_failures": sum(e == p for e, p in causes) / len(causes) if causes else None,
         "failures_called_healthy": sum(failure_called_healthy(e, p) for e, p in pairs),
-        "healthy_called_failure": sum(e == "healthy" and p not in ("healthy", "inconclusive") for e, p in pairs),
+        "healthy_called_failure": sum(healthy_called_failure(e, p) for e, p in pairs),
     }
 
 
@@ -132,14 +141,12 @@ def evaluate(path: str | Path = DEV_CORPUS, engine: str = "auto") -> dict[str, A
         "accuracy_all": sum(s["expected"] == s["predicted"] for s in scored) / len(scored) if scored else 0.0,
         "per_label": per_label,
         "confusion": {k: dict(v) for k, v in confusion.items()},
-        "healthy_false_alarms": [
-            s for s in main if s["expected"] == "healthy" and s["predicted"] not in ("healthy", "inconclusive")
-        ],
+        "healthy_false_alarms": [s for s in main if healthy_called_failure(s["expected"], s["predicted"])],
         "healthy_called_inconclusive": [
             s for s in main if s["expected"] == "healthy" and s["predicted"] == "inconclusive"
         ],
         "failures_called_healthy": [s for s in scored if failure_called_healthy(s["expected"], s["predicted"])],
-        "failures": sum(s["expected"] not in ("healthy", "inconclusive") for s in scored),
+        "failures": sum(s["expected"] not in NOT_A_FAILURE for s in scored),
         "errors": [s for s in main if s["expected"] != s["predicted"]],
         "special": special,
     }
