@@ -874,6 +874,87 @@ CASES: list[tuple[str, str]] = [
         "ValueError: The linear dimension 16384 has 409 groups under group size 40. The groups cannot be evenly "
         "distributed on 2 GPUs.",
     ),
+    # blind batch 18 (2026-12-04), each in its real wording
+    (
+        "oom_weights",
+        "- **Node Type:** CheckpointLoaderSimple\n"
+        "- **Exception Type:** torch.OutOfMemoryError\n"
+        "- **Exception Message:** Allocation on device ",
+    ),
+    (
+        "oom_weights",
+        'mlc_chat/chat_module.py", line 927, in _reload\n'
+        "mlc-llm/tvm/src/runtime/cuda/cuda_device_api.cc:129: InternalError: Check failed: (e == cudaSuccess || e == "
+        "cudaErrorCudartUnloading) is false: CUDA: out of memory",
+    ),
+    (
+        "oom_weights",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1008.00 MiB.\n"
+        "[gpu_model_runner.py:4957] Failed to load model \u2014 not enough GPU memory.",
+    ),
+    ("oom_runtime", "[HAMI-core ERROR (pid:7 thread=140360328144640 allocator.c:115)]: cuMemoryAllocate failed res=2"),
+    (
+        "no_gpu_visible",
+        "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.\n"
+        "W1011 03:30:55.066908 1 pinned_memory_manager.cc:236] Unable to allocate pinned system memory, pinned memory "
+        "pool will not be available: CUDA driver version is insufficient for CUDA runtime version",
+    ),
+    ("no_gpu_visible", "Aborting: NVIDIA kernel module not loaded."),
+    ("no_gpu_visible", "MisconfigurationException('No supported gpu backend found!')"),
+    ("shm_insufficient", "The current SHM size of 268.4MB is too small, recommend increasing it to at least 674.7MB."),
+    ("libcuda_missing", "WARNING: Could not find any NVIDIA libraries on this host!"),
+    ("libcuda_missing", "/usr/lib/x86_64-linux-gnu/libnvidia-ngx.so.1 = ENOENT"),
+    (
+        "container_toolkit_requirement",
+        "Error: no valid executable found for OCI runtime /usr/bin/nvidia-container-runtime: invalid argument",
+    ),
+    (
+        "container_toolkit_requirement",
+        'level=info msg="Error: error validating driver installation: error creating symlink creator: failed to '
+        'create NVIDIA device nodes"',
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        'Unable to find nvrtc lib under the names ["nvrtc", "nvrtc64", "nvrtc64_12", "nvrtc64_125"]. Please open '
+        "GitHub issue.",
+    ),
+    (
+        "arch_unsupported",
+        "  what():  Requested int8_float16 compute type, but the target device or backend do not support efficient "
+        "int8_float16 computation.",
+    ),
+    ("arch_unsupported", "bf16 mixed precision requires PyTorch >= 1.10 and a supported device."),
+    ("arch_unsupported", "not implemented: dtype=e2m1, is_fused_moe=1, sm=70"),
+    (
+        "kv_cache_insufficient",
+        "INFO 02-26 09:54:05 worker.py:267] model weights take 5.20GiB; non_torch_memory takes 0.03GiB; PyTorch "
+        "activation peak memory takes 1.42GiB; the rest of the memory reserved for KV Cache is -1.05GiB.\n"
+        "INFO 02-26 09:54:05 executor_base.py:111] # cuda blocks: 0, # CPU blocks: 4681",
+    ),
+    (
+        "other_config_error",
+        'Error from server (BadRequest): error when creating "nim_lws.yaml": NIMService in version "v1alpha1" '
+        'cannot be handled as a NIMService: strict decoding error: unknown field "spec.multiNode"',
+    ),
+    ("other_config_error", "Feb 20 18:59:13 <host> slurmd[57977]: fatal: gres.conf duplicate records for gpu"),
+    ("other_config_error", "OSError: You are trying to access a gated repo."),
+    (
+        "other_config_error",
+        'docker: Error response from daemon: Head "https://nvcr.io/v2/nim/meta/llama3-8b-instruct/manifests/1.0.0": '
+        "unauthorized: authentication required.",
+    ),
+    (
+        "nccl_error",
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. "
+        "The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).",
+    ),
+    (
+        "nccl_error",
+        "<host>:1183664:1184669 [0] NCCL INFO socketPollConnect: connect returned No route to host, retrying (34/34) "
+        "after sleep for 3400 msec",
+    ),
+    ("healthy", "HINT:    Please open http://0.0.0.0:8080 in a browser for detailed api usage!!!"),
+    ("healthy", "[INFO] Listening on http://0.0.0.0:7860"),
 ]
 
 
