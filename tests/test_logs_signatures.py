@@ -955,6 +955,73 @@ CASES: list[tuple[str, str]] = [
     ),
     ("healthy", "HINT:    Please open http://0.0.0.0:8080 in a browser for detailed api usage!!!"),
     ("healthy", "[INFO] Listening on http://0.0.0.0:7860"),
+    # blind batch 19 (2026-12-04), each in its real wording
+    (
+        "oom_weights",
+        "new_value = value.to(device)\nRuntimeError: CUDA error: out of memory",
+    ),
+    (
+        "oom_weights",
+        "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Exception during initialization: D:\\a\\_work\\1\\s\\onnxruntime"
+        "\\core\\framework\\bfc_arena.cc:342 onnxruntime::BFCArena::AllocateRawInternal Failed to allocate memory "
+        "for requested buffer of size 4194304",
+    ),
+    (
+        "nvml_mismatch",
+        "Failed to initialize NVML: Driver/library version mismatch\n"
+        "E tensorflow/stream_executor/cuda/cuda_driver.cc:271] failed call to cuInit: "
+        "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE: forward compatibility was attempted on non supported HW",
+    ),
+    ("libcuda_missing", "tensorflow_model_server: error while loading shared libraries: libcuda.so.1"),
+    ("libcuda_missing", "Error: CUDA device intialisation problem. driver missing function: cuInit."),
+    ("no_gpu_visible", "(task, pid=201122) torch.cuda.is_available(): False"),
+    ("no_gpu_visible", "CUDA not available - defaulting to CPU. Note: This module is much faster with a GPU."),
+    (
+        "no_gpu_visible",
+        "    \u2570\u2500\u25b6 Virtual package '__cuda' does not match any of the available virtual packages on "
+        "your machine: [__archspec=1=zen2, __glibc=2.39=0, __unix=0=0, __linux=6.11.0=0]",
+    ),
+    (
+        "driver_too_old",
+        "  - package cudatoolkit-11.0.3-h15472ef_6 has constraint __cuda >=11.0 conflicting with __cuda-10.2-0",
+    ),
+    ("arch_unsupported", "RuntimeError: This cuDF installation is missing the necessary PTX files that are <=50."),
+    (
+        "nccl_error",
+        "RuntimeError: [2] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value "
+        "store by key '0', but store->get('0') got error: Socket Timeout",
+    ),
+    ("nccl_error", "RuntimeError: connect() timed out. Original timeout was 60000 ms."),
+    (
+        "nccl_error",
+        "third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:72] Timed out waiting 30000ms for recv operation to "
+        "complete",
+    ),
+    ("nccl_error", "terminate called after throwing an instance of 'gloo::IoException'"),
+    (
+        "nccl_error",
+        "algo-1:17774:17862 [1] misc/socket.cc:717 NCCL WARN ncclSocketInit: connecting to address with family "
+        "33022 is neither AF_INET(2) nor AF_INET6(10)",
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        "version `EFA_1.2' not found (required by /opt/amazon/efa/lib/libfabric.so.1) No plugin found "
+        "(libnccl-net.so), using internal implementation",
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        "I1025 08:07:07.369699 139768635004736 xla_bridge.py:357] Unable to initialize backend 'cuda': module "
+        "'jaxlib.xla_extension' has no attribute 'GpuAllocatorConfig'",
+    ),
+    (
+        "other_config_error",
+        "CUDA must not be initialized in the main process on Spaces with Stateless GPU environment.",
+    ),
+    (
+        "healthy",
+        "2023-04-24 14:24:43.526637: I tensorflow_serving/model_servers/http_server.cc:162] Processing HTTP "
+        "request: POST /v1/models/resnet:predict body: 702926 bytes.",
+    ),
 ]
 
 
