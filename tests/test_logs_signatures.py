@@ -1022,6 +1022,19 @@ CASES: list[tuple[str, str]] = [
         "2023-04-24 14:24:43.526637: I tensorflow_serving/model_servers/http_server.cc:162] Processing HTTP "
         "request: POST /v1/models/resnet:predict body: 702926 bytes.",
     ),
+    # blind batch 20 (2026-12-04), each in its real wording
+    (
+        "oom_weights",
+        "NunchakuQwenImageDiTLoader\nCUDA error: out of memory",
+    ),
+    (
+        "oom_runtime",
+        "2024-08-21 21:58:39.330747: W external/xla/xla/tsl/framework/bfc_allocator.cc:482] Allocator (GPU_0_bfc) "
+        "ran out of memory",
+    ),
+    ("driver_too_old", "The unsupported driver range: [0.0, 535.129)"),
+    ("no_gpu_visible", "vkCreateInstance failed -9"),
+    ("other_config_error", "failed to apply the chat template"),
 ]
 
 
