@@ -97,6 +97,27 @@ def test_oom_refined_by_nearest_context() -> None:
     assert diagnose_text("torch.OutOfMemoryError: CUDA out of memory.\n").label == "oom_runtime"
 
 
+def test_a_refined_label_carries_its_own_advice() -> None:
+    # Error 35 in a container whose NGC banner found no driver is a container started without GPUs:
+    # the advice must say so, not "upgrade the host driver" (blind batch 18, real wording).
+    error_35 = (
+        "W1011 03:30:55.066908 1 pinned_memory_manager.cc:236] Unable to allocate pinned system memory, pinned "
+        "memory pool will not be available: CUDA driver version is insufficient for CUDA runtime version\n"
+    )
+    banner = "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.\n"
+    plain, in_container = diagnose_text(error_35), diagnose_text(banner + error_35)
+    assert (plain.label, in_container.label) == ("driver_too_old", "no_gpu_visible")
+    assert in_container.confidence == "decisive"
+    assert "--gpus" in in_container.advice and "Upgrade the host driver" not in in_container.advice
+    assert "Upgrade the host driver" in plain.advice
+    # a refinement without advice of its own keeps the signature's (the OOM's covers both phases)
+    weights = diagnose_text(
+        'File "/v/model_executor/model_loader/default_loader.py", line 269, in load_weights\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 60.00 MiB.\n"
+    )
+    assert weights.label == "oom_weights" and weights.advice.startswith("The GPU ran out of memory")
+
+
 def test_unexplained_traceback_is_never_healthy() -> None:
     log = HEALTHY + "Traceback (most recent call last):\n  File \"a.py\", line 3, in f\nKeyError: 'x'\n"
     d = diagnose_text(log)

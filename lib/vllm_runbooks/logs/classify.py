@@ -396,6 +396,7 @@ class _Scan:
             if r.context == cid:
                 p.finding.label = r.label
                 p.finding.stage = r.stage
+                p.finding.advice = r.advice or p.finding.advice
                 p.finding.refined_by = cid if p.best is not None else f"{cid} (last phase before)"
                 return
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 #: Bump when the cached structure changes.
-FORMAT = 7
+FORMAT = 8
 _MEMO: dict[str, Any] = {}
 
 

@@ -57,11 +57,16 @@ class SignatureError(ValueError):
 
 @dataclass(frozen=True)
 class Refinement:
-    """Relabel a finding when a context marker is the nearest one in its window."""
+    """Relabel a finding when a context marker is the nearest one in its window.
+
+    ``advice`` replaces the signature's when the new label needs another fix (error 35 in a container
+    given no driver is a missing ``--gpus``, not an old driver); empty keeps the signature's.
+    """
 
     context: str
     label: str
     stage: str
+    advice: str = ""
 
 
 @dataclass(frozen=True)
@@ -196,7 +201,8 @@ def parse_signatures(data: dict[str, Any], origin: str = "") -> SignatureSet:
         for r in s.get("refine") or []:
             if r.get("context") not in context_ids or r.get("label") not in LABELS:
                 raise SignatureError(f"{where}: refine entry {r!r} names an unknown context or label")
-            refine.append(Refinement(r["context"], r["label"], r.get("stage", s["stage"])))
+            advice = " ".join(str(r.get("advice") or "").split())
+            refine.append(Refinement(r["context"], r["label"], r.get("stage", s["stage"]), advice))
         sigs.append(
             Signature(
                 id=str(s["id"]),
