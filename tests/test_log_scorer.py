@@ -189,7 +189,7 @@ def test_rules_hold_on_every_labelled_excerpt(rows: list[dict]) -> None:
     # adds a few. 0.941 at 2,121 and 2,239; 0.9397 at 2,313 (batch 17 added), where the calibrated
     # temperature moved from 0.75 to 1.0 and the threshold to 0.75, and nine names of the scorer on
     # trained sets dropped below it. 0.9396 at 2,469 (threshold 0.76), 0.9372 at 2,599 (0.79),
-    # 0.9376 at 2,643.
+    # 0.9376 at 2,643, 0.9370 after the review (threshold 0.80).
     assert f["precision_named"] >= 0.935, f
 
 
@@ -212,21 +212,21 @@ FLOORS = [
     (0.85, 0.95),
     (0.85, 0.95),
     (0.85, 0.92),
-    (0.83, 0.90),
+    (0.82, 0.90),
     (0.80, 0.88),
     (0.84, 0.93),
     (0.81, 0.90),
     (0.79, 0.85),
     (0.88, 0.93),
     (0.83, 0.94),
-    (0.76, 0.91),
+    (0.74, 0.91),
     (0.85, 0.88),
     (0.88, 0.96),
     (0.82, 0.93),
     (0.93, 0.94),
     (0.81, 0.89),
     (0.86, 0.93),
-    (0.84, 0.90),
+    (0.83, 0.89),
     (0.74, 0.95),
 ]
 
@@ -280,6 +280,9 @@ def test_blind_batch_figures_after_training_on_it(batch: Path, floor: float, pre
     # and batch 17 to 0.811 (their floors follow). Batch 20 (2,643 excerpts; 44 collected as the search
     # budget ran out; scored first at 0.636 / 0.880 / 0.667 as found, 0.614 / 0.840 / 0.636 after
     # batches 18 and 19's changes) left the threshold at 0.79 and moved batch 19 from 0.854 to 0.846.
+    # The review of batches 18-20 removed five over-reading patterns (two rows of batches 18 and 19 went
+    # back to a miss) and moved the threshold to 0.80: batch 5 went to 0.830 (0.8299), batch 12 to 0.750,
+    # batch 19 to 0.838 / 0.897 (their floors follow).
     rows = load_corpus(batch)
     labels = [diagnose_text(r["log"]).label for r in rows]
     f = figures(list(zip([r["label"] for r in rows], labels, strict=True)))

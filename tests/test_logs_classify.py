@@ -116,6 +116,16 @@ def test_a_refined_label_carries_its_own_advice() -> None:
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 60.00 MiB.\n"
     )
     assert weights.label == "oom_weights" and weights.advice.startswith("The GPU ran out of memory")
+    # error 804 beside a driver/library mismatch is the mismatch, with its own advice
+    mismatch = diagnose_text(
+        "Failed to initialize NVML: Driver/library version mismatch\n"
+        "failed call to cuInit: CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE: forward compatibility was attempted on "
+        "non supported HW\n"
+    )
+    assert mismatch.label == "nvml_mismatch" and "Reboot the host" in mismatch.advice
+    # a fact marker (the banner) refines only within the window: far before, it says nothing
+    far = diagnose_text(banner + "INFO step\n" * 60 + error_35)
+    assert far.label == "driver_too_old" and "Upgrade the host driver" in far.advice
 
 
 def test_unexplained_traceback_is_never_healthy() -> None:

@@ -357,7 +357,8 @@ class _Scan:
     def start_refine(self, f: LogFinding, sig: Signature) -> None:
         wanted = {r.context for r in sig.refine}
         p = _Pending(f, sig)
-        seen = [(ln, cid) for cid, ln in self.last_ctx.items() if cid in wanted and ln <= f.line]
+        phases = self.comp.sigset.phase_contexts
+        seen = [(ln, cid) for cid, ln in self.last_ctx.items() if cid in wanted and cid in phases and ln <= f.line]
         if seen:
             p.fallback = max(seen)[1]
         for line_no, ci in reversed(self.contexts):

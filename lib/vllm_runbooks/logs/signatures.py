@@ -96,11 +96,17 @@ class Signature:
 
 @dataclass(frozen=True)
 class ContextMarker:
-    """A line that tells where in start-up we are; never decides a label by itself."""
+    """A line that tells where in start-up we are; never decides a label by itself.
+
+    ``phase`` markers (start-up phases) also refine a finding from anywhere before it when none is in
+    its window ("the last phase entered"); a fact marker (``phase: false``: a banner, a mismatch) only
+    refines within the window, so it cannot reach across a restart in a concatenated log.
+    """
 
     id: str
     stage: str
     patterns: tuple[str, ...]
+    phase: bool = True
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,11 @@ class SignatureSet:
             if sig.id == sig_id:
                 return sig
         raise KeyError(sig_id)
+
+    @property
+    def phase_contexts(self) -> frozenset[str]:
+        """Ids of the phase markers: those that refine from anywhere before a finding."""
+        return frozenset(c.id for c in self.contexts if c.phase)
 
     def all_patterns(self) -> list[str]:
         """Every pattern (signatures then contexts), e.g. for ``grep -E -f``."""
@@ -172,7 +183,10 @@ def parse_signatures(data: dict[str, Any], origin: str = "") -> SignatureSet:
             raise SignatureError(f"{where}: needs an id")
         if c.get("stage") not in stages:
             raise SignatureError(f"{where}: unknown stage {c.get('stage')!r}")
-        contexts.append(ContextMarker(str(c["id"]), str(c["stage"]), _as_patterns(c, where)))
+        phase = c.get("phase", True)
+        if not isinstance(phase, bool):
+            raise SignatureError(f"{where}: phase must be true or false")
+        contexts.append(ContextMarker(str(c["id"]), str(c["stage"]), _as_patterns(c, where), phase))
     context_ids = {c.id for c in contexts}
 
     sigs: list[Signature] = []
