@@ -1078,6 +1078,21 @@ signatures:
         parse_signatures(data)
 
 
+def test_context_phase_flag_is_read_and_checked() -> None:
+    base = """
+stages: {cuda_init: x}
+contexts:
+  - {id: banner, stage: cuda_init, patterns: [x], phase: PHASE}
+  - {id: step, stage: cuda_init, patterns: [y]}
+signatures:
+  - {id: a, label: driver_too_old, stage: cuda_init, severity: error, priority: 1, patterns: [z], advice: y}
+"""
+    sigset = parse_signatures(yaml.safe_load(base.replace("PHASE", "false")))
+    assert sigset.phase_contexts == {"step"}
+    with pytest.raises(SignatureError, match="phase must be true or false"):
+        parse_signatures(yaml.safe_load(base.replace("PHASE", "'no'")))
+
+
 def test_adding_a_signature_needs_no_code(tmp_path) -> None:
     import vllm_runbooks.logs.signatures as mod
 

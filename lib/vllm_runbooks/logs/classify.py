@@ -185,6 +185,7 @@ class _Scan:
         self.serving_hits = 0
         self.last_line = 0
         self.last_ctx: dict[str, int] = {}
+        self.phase_ids = comp.sigset.phase_contexts  # the markers that refine from anywhere before
         # failure-looking lines for the learned scorer: the first few and the last few (bounded)
         self.scored_head: list[ScoredLine] = []
         self.scored_tail: deque[ScoredLine] = deque(maxlen=TAIL_LINES)
@@ -357,8 +358,7 @@ class _Scan:
     def start_refine(self, f: LogFinding, sig: Signature) -> None:
         wanted = {r.context for r in sig.refine}
         p = _Pending(f, sig)
-        phases = self.comp.sigset.phase_contexts
-        seen = [(ln, cid) for cid, ln in self.last_ctx.items() if cid in wanted and cid in phases and ln <= f.line]
+        seen = [(ln, cid) for cid, ln in self.last_ctx.items() if cid in wanted & self.phase_ids and ln <= f.line]
         if seen:
             p.fallback = max(seen)[1]
         for line_no, ci in reversed(self.contexts):
