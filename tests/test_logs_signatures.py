@@ -1036,6 +1036,78 @@ CASES: list[tuple[str, str]] = [
     ("driver_too_old", "The unsupported driver range: [0.0, 535.129)"),
     ("no_gpu_visible", "vkCreateInstance failed -9"),
     ("other_config_error", "failed to apply the chat template"),
+    # blind batch 21 (2026-12-04), each in its real wording
+    (
+        "arch_unsupported",
+        "WARNING: Detected NVIDIA NVIDIA GeForce RTX 4090 GPU, which is not yet supported in this version of the "
+        "container",
+    ),
+    (
+        "arch_unsupported",
+        'time=2024-05-02T12:17:03.657Z level=WARN source=amd_linux.go:116 msg="amdgpu [0] gfx1103 is not supported '
+        "by /tmp/ollama2145067703/rocm [gfx1030 gfx1100 gfx1101 gfx1102 gfx900 gfx906 gfx908 gfx90a gfx940 gfx941 "
+        'gfx942]"',
+    ),
+    (
+        "arch_unsupported",
+        'time="2020-10-27T00:53:32Z" level=fatal msg="Error watching fields: Profiling is not supported for this group '
+        'of GPUs or GPU"',
+    ),
+    ("no_gpu_visible", "  nvidia.com/gpu:              0"),
+    ("arch_unsupported", "<host>:2336636:2336906 [0] enqueue.cc:58 NCCL WARN Cuda failure 'named symbol not found'"),
+    ("arch_unsupported", "NVRTC compilation error: nvrtc: error: invalid value for --gpu-architecture (-arch)"),
+    ("abi_or_wheel_mismatch", "        cublas64_13.dll => not found"),
+    (
+        "abi_or_wheel_mismatch",
+        "Could not run 'torchvision::nms' with arguments from the 'CUDA' backend. This could be because the operator "
+        "doesn't exist for this backend, or was omitted during the selective/custom build process (if using custom "
+        "build).",
+    ),
+    (
+        "oom_runtime",
+        "[torch_memory_saver.cpp] CUresult error: 2 (out of memory) file=csrc/utils.h func=cu_mem_create line=187",
+    ),
+    (
+        "other_config_error",
+        'time="2020-07-09T15:01:09Z" level=fatal msg="could not parse \\":9400\\" as int value for flag port: '
+        'strconv.ParseInt: parsing \\":9400\\": invalid syntax"',
+    ),
+    ("other_config_error", "RuntimeError: Unable to write to NIM_CACHE_PATH (/mnt/models/cache)"),
+    (
+        "other_config_error",
+        "error: creating server: Internal - Unable to create GCS client. Check account credentials.",
+    ),
+    (
+        "other_config_error",
+        "WARNING: Model 'fastertransformer' is not available. Please ensure that `model` is set to either "
+        "'fastertransformer' or 'py-model' depending on your installation",
+    ),
+    (
+        "other_config_error",
+        "(EngineCore pid=42103) ValueError: Free memory on device cuda:0 (13.33/15.47 GiB\n"
+        ") on startup is less than desired GPU memory utilization (0.9, 13.92 GiB). Decre",
+    ),
+    (
+        "nccl_error",
+        "RuntimeError: [enforce fail at /root/pytorch/third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != "
+        "nullptr. Unable to find address for: bond1",
+    ),
+    (
+        "shm_insufficient",
+        "while creating shared memory segment /dev/shm/nccl-TfciGV (size 31850880), error: No space",
+    ),
+    ("unrecognized_error", "copilot_proxy_1  | [StatusCode.UNAVAILABLE] failed to connect to all addresses"),
+    (
+        "unrecognized_error",
+        "D:\\LLM\\llama.cpp\\ggml\\src\\ggml-cuda\\template-instances\\../mmq.cuh:4135: fatal error",
+    ),
+    ("healthy", "To create a public link, set `share=True` in `launch()`."),
+    ("healthy", "Dec 02 12:10:29 <host> llama-server[24689]: request: POST /chat/completions 127.0.0.1 200"),
+    (
+        "healthy",
+        "[2026-06-28 15:16:45] max_total_num_tokens=2086558, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+        "max_running_requests=33, context_len=256000, available_gpu_mem=17.22 GB",
+    ),
 ]
 
 
