@@ -1108,6 +1108,90 @@ CASES: list[tuple[str, str]] = [
         "[2026-06-28 15:16:45] max_total_num_tokens=2086558, chunked_prefill_size=8192, max_prefill_tokens=16384, "
         "max_running_requests=33, context_len=256000, available_gpu_mem=17.22 GB",
     ),
+    # blind batch 22 (2026-12-04), each in its real wording
+    (
+        "oom_weights",
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 114.00 MiB (GPU 0; 2.00 GiB total "
+        "capacity; 1.67 GiB already allocated; 0 bytes free; 1.72 GiB reserved in total by PyTorch)\n"
+        "Stable diffusion model failed to load",
+    ),
+    (
+        "oom_weights",
+        '  File "/PaddleOCR/tools/infer/utility.py", line 307, in create_predictor\n'
+        "Out of memory error on GPU 0. Cannot allocate 2.250000kB memory on GPU 0, 127.994262TB memory has been "
+        "allocated and available memory is only 0.000000B.",
+    ),
+    (
+        "oom_runtime",
+        "[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Non-zero status code returned while running FusedMatMul node. "
+        "Name:'MatMul_92_FusedMatMulAndScale' Status Message: /onnxruntime_src/onnxruntime/core/framework/"
+        "bfc_arena.cc:331 void* onnxruntime::BFCArena::AllocateRawInternal(size_t, bool) Failed to allocate memory "
+        "for requested buffer of size 8388608000",
+    ),
+    (
+        "arch_unsupported",
+        "- **Exception Message:** torch._scaled_mm is only supported on CUDA devices with compute capability >= 9.0 "
+        "or 8.9, or ROCm MI300+",
+    ),
+    ("arch_unsupported", "NotImplementedError: Sharded Llama requires Flash Attention enabled models."),
+    (
+        "abi_or_wheel_mismatch",
+        "RuntimeError: (PreconditionNotMet) The third-party dynamic library (cudnn64_7.dll) that Paddle depends on "
+        "is not configured correctly. (error code is 126)",
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        "error while loading shared libraries: libcudart,so.11.0: cannot open shared object file: No such file or "
+        "directory",
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        "E1118 09:27:10.864007   36855 pjrt_stream_executor_client.cc:3084] Execution of replica 0 failed: INTERNAL: "
+        "CustomCall failed: ptxas exited with non-zero error code 65280, output: ptxas "
+        "/tmp/tempfile-911e745ba31e-6fcbb92-36855-62725d0d028be, line 5; fatal   : Unsupported .version 8.4; current "
+        "version is '8.3'",
+    ),
+    ("no_gpu_visible", "AssertionError: Trying to use CUDA, but CUDA is not available."),
+    (
+        "no_gpu_visible",
+        '[error] Invalid CUDA device index "1" from device string ,1,2, there are 1 visible CUDA devices.',
+    ),
+    (
+        "no_gpu_visible",
+        '<ip>: user: warning: [2023-04-02T08:28:32.661330611Z]: [talos] controller failed {"component": '
+        '"controller-runtime", "controller": "runtime.KernelModuleSpecController", "error": "error loading module '
+        '\\x5c"nvidia\\x5c": load nvidia failed: key was rejected by service"}',
+    ),
+    ("other_config_error", "error: invalid value 'True' for '--disable-custom-kernels'"),
+    (
+        "other_config_error",
+        "ValueError: torch.bfloat16 is not supported for quantization method gptq. Supported dtypes: [torch.float16]",
+    ),
+    (
+        "other_config_error",
+        'Cannot find vicuna-v1-7b lib in preferred path "dist/vicuna-v1-7b/float16/vicuna-v1-7b_metal_float16.dylib" '
+        "or other candidate paths%",
+    ),
+    (
+        "other_config_error",
+        "huggingface_hub.utils._errors.EntryNotFoundError: No .bin weights found for model "
+        "TheBloke/vicuna-13B-1.1-GPTQ-4bit-128g and revision None.",
+    ),
+    ("tool_call_parse_error", '        "msg": "Value error, Currently only named tools are supported.",'),
+    ("tool_call_parse_error", '"The model produced output that does not match the expected peg-native format"'),
+    ("nccl_error", "<host>:16674:17023 [0] graph/search.cc:703 NCCL WARN XML Import Channel : dev 1 not found."),
+    ("nccl_error", "Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152:"),
+    (
+        "healthy",
+        "2020-03-24 07:18:06.078817: I tensorflow_serving/model_servers/server.cc:378] Exporting HTTP/REST API "
+        "at:localhost:8501 ...",
+    ),
+    (
+        "healthy",
+        "[2025-02-26 15:44:36 TP0] Prefill batch. #new-seq: 1, #new-token: 11, #cached-token: 24, cache hit rate: "
+        "26.67%, token usage: 0.00, #running-req: 0, #queue-req: 0",
+    ),
+    ("healthy", "Output generated in 69.26 seconds (0.42 tokens/s, 29 tokens, context 188, seed 191449357)"),
 ]
 
 
