@@ -211,25 +211,26 @@ FLOORS = [
     (0.85, 0.95),
     (0.85, 0.95),
     (0.85, 0.95),
-    (0.84, 0.92),
+    (0.83, 0.92),
     (0.82, 0.90),
-    (0.79, 0.88),
-    (0.83, 0.93),
-    (0.80, 0.90),
+    (0.77, 0.88),
+    (0.82, 0.93),
+    (0.79, 0.90),
     (0.77, 0.85),
     (0.88, 0.93),
-    (0.83, 0.94),
+    (0.82, 0.94),
     (0.74, 0.91),
     (0.85, 0.88),
     (0.88, 0.96),
     (0.82, 0.93),
     (0.93, 0.94),
-    (0.76, 0.88),
+    (0.75, 0.88),
     (0.85, 0.93),
     (0.83, 0.89),
-    (0.72, 0.95),
-    (0.85, 0.92),
+    (0.70, 0.95),
+    (0.83, 0.92),
     (0.90, 0.95),
+    (0.73, 0.86),
 ]
 
 
@@ -291,7 +292,13 @@ def test_blind_batch_figures_after_training_on_it(batch: Path, floor: float, pre
     # scored first at 0.685 / 0.895 / 0.701 as found, 0.693 / 0.895 / 0.701 after batch 21's change) moved
     # it to 0.82, which names 12 fewer causes on the trained sets (and 6 more right): batch 4 went to
     # 0.844, batch 6 to 0.795, batch 7 to 0.836, batch 9 to 0.775, batch 17 to 0.770 and batch 18 to
-    # 0.859 (their floors follow).
+    # 0.859 (their floors follow). Batch 23 (2,980 excerpts; collected as the search budget ran out, many
+    # labels from the error text alone; scored first at 0.557 / 0.750 / 0.512 as found, 0.574 / 0.759 /
+    # 0.537 after batches 21 and 22's changes) moved it to 0.84, which names 23 fewer causes on the
+    # trained sets: batch 4 went to 0.836, batch 6 to 0.775, batch 7 to 0.820, batch 8 to 0.794, batch
+    # 11 to 0.823, batch 17 to 0.757 and batch 20 to 0.705 (their floors follow). The review of batches
+    # 21-23 removed over-reads (Ollama's skipped ROCm GPU is failure-looking, not a cause; a node's
+    # `nvidia.com/gpu: 0` is dropped): two rows of batch 21 went back to a miss, 0.839 (its floor follows).
     rows = load_corpus(batch)
     labels = [diagnose_text(r["log"]).label for r in rows]
     f = figures(list(zip([r["label"] for r in rows], labels, strict=True)))

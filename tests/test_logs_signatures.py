@@ -1040,10 +1040,10 @@ CASES: list[tuple[str, str]] = [
     (
         "arch_unsupported",
         "WARNING: Detected NVIDIA NVIDIA GeForce RTX 4090 GPU, which is not yet supported in this version of the "
-        "container",
+        "container\nERROR: No supported GPU(s) detected to run this container",
     ),
     (
-        "arch_unsupported",
+        "unrecognized_error",
         'time=2024-05-02T12:17:03.657Z level=WARN source=amd_linux.go:116 msg="amdgpu [0] gfx1103 is not supported '
         "by /tmp/ollama2145067703/rocm [gfx1030 gfx1100 gfx1101 gfx1102 gfx900 gfx906 gfx908 gfx90a gfx940 gfx941 "
         'gfx942]"',
@@ -1053,7 +1053,6 @@ CASES: list[tuple[str, str]] = [
         'time="2020-10-27T00:53:32Z" level=fatal msg="Error watching fields: Profiling is not supported for this group '
         'of GPUs or GPU"',
     ),
-    ("no_gpu_visible", "  nvidia.com/gpu:              0"),
     ("arch_unsupported", "<host>:2336636:2336906 [0] enqueue.cc:58 NCCL WARN Cuda failure 'named symbol not found'"),
     ("arch_unsupported", "NVRTC compilation error: nvrtc: error: invalid value for --gpu-architecture (-arch)"),
     ("abi_or_wheel_mismatch", "        cublas64_13.dll => not found"),
@@ -1192,6 +1191,35 @@ CASES: list[tuple[str, str]] = [
         "26.67%, token usage: 0.00, #running-req: 0, #queue-req: 0",
     ),
     ("healthy", "Output generated in 69.26 seconds (0.42 tokens/s, 29 tokens, context 188, seed 191449357)"),
+    # blind batch 23 (2026-12-04), each in its real wording
+    (
+        "libcuda_missing",
+        "[h264_nvenc @ 0x55bd94c6bb40] Cannot load libnvidia-encode.so.1\n"
+        "[h264_nvenc @ 0x55bd94c6bb40] The minimum required Nvidia driver for nvenc is 435.21 or newer",
+    ),
+    (
+        "driver_too_old",
+        "[hevc_nvenc @ 0x555556525380] The minimum required Nvidia driver for nvenc is 520.56.06 or newer",
+    ),
+    (
+        "libcuda_missing",
+        "Could not find 'nvcuda.dll'. TensorFlow requires that this DLL be installed in a directory that is named in "
+        "your %PATH% environment variable.",
+    ),
+    ("abi_or_wheel_mismatch", "    ctypes.WinDLL(build_info.cudnn_dll_name)"),
+    ("no_gpu_visible", "Is CUDA available             : False"),
+    ("no_gpu_visible", "- PyTorch version (GPU?): 2.3.0+cu121 (False)"),
+    ("no_gpu_visible", "No GPU or other accelerator detected. Operations will be slow."),
+    (
+        "unrecognized_error",
+        "NvEncoder : m_nvenc.nvEncOpenEncodeSessionEx(&encodeSessionExParams, &hEncoder) returned error 2 at "
+        "../../NvCodec/NvEncoder/NvEncoder.cpp:55",
+    ),
+    (
+        "other_config_error",
+        "Sep 18 03:19:01 <host> nvidia-fabricmanager-start.sh[4756]: request to query NVSwitch device information from "
+        "NVSwitch driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]",
+    ),
 ]
 
 
@@ -1451,6 +1479,51 @@ NARROW: list[tuple[str, str]] = [
         "healthy",
         'INFO:     10.0.0.1:59820 - "GET /v1/models HTTP/1.1" 200 OK\n'
         'INFO:     10.0.0.1:53798 - "POST /generate HTTP/1.1" 404 Not Found\n',
+    ),
+    # review of blind batches 21-23 (benign lines written by the reviewer from the programs' output; the
+    # autocast warning and FFmpeg's Windows library name are real wordings): an NGC container's warning that it
+    # predates the GPU while the server answers, torch's autocast warning on a Mac, a generation that produced
+    # nothing, an environment report beside the real cause, FFmpeg on Windows without the NVENC library, a
+    # generic "Unable to find address", DCGM going on without profiling metrics, A1111 loading its checkpoint
+    # after its UI launched
+    (
+        "healthy",
+        "WARNING: Detected NVIDIA NVIDIA H100 80GB HBM3 GPU, which is not yet supported in this version of the "
+        "container\nINFO:     Application startup complete.\n"
+        'INFO:     127.0.0.1:51234 - "POST /v1/completions HTTP/1.1" 200 OK\n',
+    ),
+    (
+        "healthy",
+        "/Users/me/sd/venv/lib/python3.10/site-packages/torch/amp/autocast_mode.py:250: UserWarning: User provided "
+        "device_type of 'cuda', but CUDA is not available. Disabling\n"
+        "Running on local URL:  http://127.0.0.1:7860\n",
+    ),
+    ("inconclusive", "Output generated in 0.21 seconds (0.00 tokens/s, 0 tokens, context 61, seed 1234567)\n"),
+    (
+        "other_config_error",
+        "ValueError: User-specified max_model_len (65536) is greater than the derived max_model_len "
+        "(max_position_embeddings=32768 or model_max_length=None in model's config.json).\n"
+        "PyTorch version: 2.6.0+cpu\nIs CUDA available: False\n",
+    ),
+    (
+        "libcuda_missing",
+        "[h264_nvenc @ 000001d2c5e0b6c0] Cannot load nvEncodeAPI64.dll\n"
+        "[h264_nvenc @ 000001d2c5e0b6c0] The minimum required Nvidia driver for nvenc is 531.61 or newer\n",
+    ),
+    (
+        "healthy",
+        "WARNING: Unable to find address for: myhost-ib0, falling back to default interface\n"
+        'INFO:     127.0.0.1:51234 - "POST /v1/completions HTTP/1.1" 200 OK\n',
+    ),
+    (
+        "inconclusive",
+        'time="2024-03-01T10:00:00Z" level=warning msg="Not collecting DCP metrics: Error getting supported metrics: '
+        'Profiling is not supported for this group of GPUs or GPU"\n',
+    ),
+    (
+        "inconclusive",
+        "To create a public link, set `share=True` in `launch()`.\n"
+        "Creating model from config: C:\\Ai\\stable-diffusion-webui\\configs\\v1-inference.yaml\n",
     ),
 ]
 
