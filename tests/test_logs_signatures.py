@@ -1220,6 +1220,7 @@ CASES: list[tuple[str, str]] = [
         "Sep 18 03:19:01 <host> nvidia-fabricmanager-start.sh[4756]: request to query NVSwitch device information from "
         "NVSwitch driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]",
     ),
+    ("unrecognized_error", "Killed"),
 ]
 
 
@@ -1519,6 +1520,12 @@ NARROW: list[tuple[str, str]] = [
         "inconclusive",
         'time="2024-03-01T10:00:00Z" level=warning msg="Not collecting DCP metrics: Error getting supported metrics: '
         'Profiling is not supported for this group of GPUs or GPU"\n',
+    ),
+    (
+        "unrecognized_error",
+        "[2025-01-01 10:00:00 TP0] max_total_num_tokens=1524651, chunked_prefill_size=2048, max_prefill_tokens=16384\n"
+        "[2025-01-01 10:00:03 TP0] Prefill batch. #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00\n"
+        "Killed\n",
     ),
     (
         "inconclusive",
