@@ -1221,6 +1221,12 @@ CASES: list[tuple[str, str]] = [
         "NVSwitch driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]",
     ),
     ("unrecognized_error", "Killed"),
+    # the same refusal on one line (batch 15's row): one label, not the weight-loading OOM an older pattern gave it
+    (
+        "other_config_error",
+        "ValueError: Free memory on device (67.24/79.25 GiB) on startup is less than desired GPU memory utilization "
+        "(0.9, 71.33 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+    ),
 ]
 
 
