@@ -149,18 +149,19 @@ class _Rows:
         self.cols = np.array([c for cols, _ in rows for c in cols], dtype=np.int64)
         self.vals = np.array([v for _, vals in rows for v in vals], dtype=np.float64)
         self.starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        self.row_of = np.repeat(np.arange(self.n), counts)
-        self.by_col = np.argsort(self.cols, kind="stable")
-        self.col_starts = np.searchsorted(self.cols[self.by_col], np.arange(ncols))
+        by_col = np.argsort(self.cols, kind="stable")
+        # the entries again in column order, so X.T @ G gathers once (a quarter faster, same sums)
+        self.vals_by_col = self.vals[by_col]
+        self.row_by_col = np.repeat(np.arange(self.n), counts)[by_col]
+        self.col_starts = np.searchsorted(self.cols[by_col], np.arange(ncols))
 
     def dot(self, w: np.ndarray) -> np.ndarray:
         """X @ W (every row has at least one entry)."""
-        return np.add.reduceat(self.vals[:, None] * w[self.cols], self.starts, axis=0)
+        return np.add.reduceat(self.vals[:, None] * np.take(w, self.cols, axis=0), self.starts, axis=0)
 
     def tdot(self, g: np.ndarray) -> np.ndarray:
         """X.T @ G (every column has at least one entry: the vocabulary comes from these rows)."""
-        prod = (self.vals[:, None] * g[self.row_of])[self.by_col]
-        return np.add.reduceat(prod, self.col_starts, axis=0)
+        return np.add.reduceat(self.vals_by_col[:, None] * g[self.row_by_col], self.col_starts, axis=0)
 
 
 def _lbfgs(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x: np.ndarray, history: int = 10) -> np.ndarray:
@@ -301,15 +302,19 @@ def _fit_without(fold: str) -> tuple[str, Model]:
 
 
 def fold_models(
-    items: Sequence[dict[str, Any]], key: str, start: Solution | None = None, jobs: int = 1
+    items: Sequence[dict[str, Any]],
+    key: str,
+    start: Solution | None = None,
+    jobs: int = 1,
+    only: Sequence[str] | None = None,
 ) -> dict[str, Model]:
-    """Per fold (``it[key]``): the model trained on every other fold (from ``start``, see ``solve``).
+    """Per fold (``it[key]``; ``only`` these): the model trained on every other item (from ``start``, see ``solve``).
 
     Each fit is deterministic and independent of the others, so ``jobs`` forked workers give the
     same models as one process, only sooner (leave-one-project-out is hundreds of fits).
     """
     global _FORKED
-    folds = sorted({it[key] for it in items})
+    folds = sorted(only) if only is not None else sorted({it[key] for it in items})
     _FORKED = (items, key, start)
     try:
         if jobs <= 1 or len(folds) < 2:
@@ -460,10 +465,20 @@ def cv_report(
     }
 
 
-def train(paths: Sequence[Path], cv_folds: int | None = None, jobs: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
+def sampled_projects(groups: Sequence[str], count: int) -> list[str]:
+    """``count`` projects in an order no one chose (by the SHA-256 of their names): a fixed sample."""
+    return sorted(sorted(set(groups), key=lambda g: hashlib.sha256(g.encode("utf-8")).hexdigest())[:count])
+
+
+def train(
+    paths: Sequence[Path], cv_folds: int | None = None, jobs: int = 1, projects: int = 0
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The shipped JSON document and (with ``cv_folds``; 0 = one per project) the cross-validation report.
 
-    ``jobs``: processes for the fold fits (the output is the same for any number).
+    ``jobs``: processes for the fold fits (the output is the same for any number). ``projects``
+    (with ``cv_folds`` 0): leave out only that many projects, a fixed sample (``sampled_projects``),
+    one at a time, and score only their excerpts: leave-one-project-out over all of them is about
+    a thousand fits.
     """
     rows = load_sets(paths)
     items = extract(rows)
@@ -500,11 +515,28 @@ def train(paths: Sequence[Path], cv_folds: int | None = None, jobs: int = 1) -> 
     if cv_folds is not None:
         for it in items:
             it["cv_fold"] = fold_of(it["group"], cv_folds)
+        held = items
+        if cv_folds <= 0 and projects > 0:
+            chosen = set(sampled_projects([it["group"] for it in items], projects))
+            held = [it for it in items if it["group"] in chosen]
         # one fold per project: hundreds of fits, each started from the all-data solution
-        cv_models = fold_models(items, "cv_fold", start=everything if cv_folds <= 0 else None, jobs=jobs)
+        cv_models = fold_models(
+            items,
+            "cv_fold",
+            start=everything if cv_folds <= 0 else None,
+            jobs=jobs,
+            only=sorted({it["cv_fold"] for it in held}),
+        )
         for m in cv_models.values():
             m.temperature, m.threshold = t, th
-        report = cv_report(items, cv_models, ablation_outcomes(items, cv_models, "cv_fold"), "cv_fold")
+        report = cv_report(held, cv_models, ablation_outcomes(held, cv_models, "cv_fold"), "cv_fold")
+        if held is not items:
+            report["sample"] = {
+                "projects": projects,
+                "of_projects": len({it["group"] for it in items}),
+                "excerpts": len(held),
+                "of_excerpts": len(items),
+            }
         report["calibration"] = {"temperature": t, "threshold": th, "log_loss": loss, "threshold_table": table}
     return model.to_json(), report
 
@@ -551,6 +583,12 @@ def _fmt(v: Any) -> str:
 def format_report(rep: dict[str, Any]) -> str:
     """Plain-text cross-validation report."""
     out = [f"cross-validated, folds grouped by project: {rep['excerpts']} excerpts, {rep['folds']} folds"]
+    if "sample" in rep:
+        smp = rep["sample"]
+        out.append(
+            f"leave-one-project-out on a fixed sample: {smp['projects']} of {smp['of_projects']} projects, "
+            f"{smp['excerpts']} of {smp['of_excerpts']} excerpts scored"
+        )
     cal = rep["calibration"]
     out.append(f"calibrated: temperature {cal['temperature']}, threshold {cal['threshold']}")
     keys = ["accuracy", "precision_named", "recall_failures", "failures_called_healthy", "healthy_called_failure"]
@@ -578,6 +616,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exclude-set", nargs="*", default=[], help="file names of sets to leave out")
     ap.add_argument("--cv", action="store_true", help="print cross-validated figures")
     ap.add_argument("--folds", type=int, default=0, help="folds for --cv, grouped by project (0: one per project)")
+    ap.add_argument(
+        "--projects", type=int, default=0, help="with --folds 0: leave out only this many projects (a fixed sample)"
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--no-write", action="store_true", help="compute (and report) without writing")
     ap.add_argument("--jobs", type=int, default=1, help="processes for the fold fits (same output for any number)")
@@ -587,7 +628,9 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"training sets missing: {', '.join(missing)}", file=sys.stderr)
         return 2
-    doc, rep = train(paths, cv_folds=args.folds if (args.cv or args.json) else None, jobs=args.jobs)
+    doc, rep = train(
+        paths, cv_folds=args.folds if (args.cv or args.json) else None, jobs=args.jobs, projects=args.projects
+    )
     if not args.no_write:
         write_atomic(Path(args.output), dump(doc))
         print(

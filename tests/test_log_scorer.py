@@ -487,3 +487,29 @@ def test_blind_scoring_prints_figures_and_counts_but_no_log_text(tmp_path: Path)
     assert rep["figures"]["n"] == 2 and rep["figures"]["accuracy"] == 0.5, rep
     assert rep["misses"] == {"shm_insufficient -> inconclusive": 1}, rep
     assert "zebra-quartz" not in out and "found version" not in out
+
+
+def test_leave_one_project_out_on_a_fixed_sample_scores_only_those_projects() -> None:
+    # --projects N: the full leave-one-project-out is ~1,000 fits; a sample no one chose stands in
+    train = _training_script()
+    heldout = DATA / "logs_heldout.jsonl"
+    items = train.extract(train.load_sets([heldout]))
+    groups = [it["group"] for it in items]
+    chosen = train.sampled_projects(groups, 4)
+    assert len(chosen) == 4 and chosen == train.sampled_projects(list(reversed(groups)), 4)
+    assert set(chosen) < set(groups)
+    for it in items:
+        it["fold"] = train.fold_of(it["group"], 0)
+    models = train.fold_models(items, "fold", only=chosen)
+    assert sorted(models) == chosen
+    assert models[chosen[0]].to_json() == train.fit([it for it in items if it["group"] != chosen[0]]).to_json()
+    _, rep = train.train([heldout], cv_folds=0, projects=4)
+    scored = sum(g in chosen for g in groups)
+    assert rep["folds"] == 4 and rep["excerpts"] == scored < len(items)
+    assert rep["sample"] == {
+        "projects": 4,
+        "of_projects": len(set(groups)),
+        "excerpts": scored,
+        "of_excerpts": len(items),
+    }
+    assert "4 of " in train.format_report(rep)
