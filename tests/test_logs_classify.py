@@ -213,6 +213,14 @@ def test_ansi_and_transport_prefixes_are_stripped() -> None:
         ), d.root_cause.text  # type: ignore[union-attr]
     # an escape sequence inside the message itself must not hide it
     assert diagnose_text("No CUDA \x1b[1mGPUs\x1b[0m are available\n").label == "no_gpu_visible"
+    # ... nor its written-out form, as pasted into threads: Ollama's GIN access log with "^[[97;42m 200 ^[[0m"
+    # (blind batch 24) answered two requests; the raw bytes hold no ESC, so the block must be rewritten anyway
+    gin = (
+        "[GIN] 2024/03/01 - 01:34:07 |^[[97;42m 200 ^[[0m|  7.799372595s |      <ip> |^[[97;46m POST    ^[[0m "
+        '"/api/chat"\n'
+    )
+    d = diagnose_text("ggml_init_cublas: found 1 CUDA devices:\n" + gin)
+    assert d.label == "healthy" and d.evidence[0]["text"].startswith("[GIN] 2024/03/01 - 01:34:07 | 200 |")
 
 
 def test_stderr_relogged_at_error_level_keeps_its_own_level() -> None:

@@ -1043,7 +1043,7 @@ CASES: list[tuple[str, str]] = [
         "container\nERROR: No supported GPU(s) detected to run this container",
     ),
     (
-        "unrecognized_error",
+        "arch_unsupported",  # unrecognized_error until blind batch 24 (gpu_skipped_unsupported_arch)
         'time=2024-05-02T12:17:03.657Z level=WARN source=amd_linux.go:116 msg="amdgpu [0] gfx1103 is not supported '
         "by /tmp/ollama2145067703/rocm [gfx1030 gfx1100 gfx1101 gfx1102 gfx900 gfx906 gfx908 gfx90a gfx940 gfx941 "
         'gfx942]"',
@@ -1226,6 +1226,105 @@ CASES: list[tuple[str, str]] = [
         "other_config_error",
         "ValueError: Free memory on device (67.24/79.25 GiB) on startup is less than desired GPU memory utilization "
         "(0.9, 71.33 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+    ),
+    # blind batch 24 (2026-12-04), each in its real wording
+    ("driver_too_old", "× CUDA version 12.3 is not compatible with TensorRT-LLM models. Required version: 12.4"),
+    ("no_gpu_visible", "riva-riva-api-768b77d764-74k4m   0/2     OutOfnvidia.com/gpu   0          5m55s"),
+    ("no_gpu_visible", "cudaGetDeviceCount() -> 0 GPUs"),
+    ("arch_unsupported", "AssertionError: MXFP8 (for all gemm layouts) is not supported on 12.0+ architectures yet."),
+    (
+        "arch_unsupported",
+        'time=2026-08-16T00:44:16.901+12:00 level=INFO source=llama_server.go:299 msg="skipping CUDA device — compute '
+        'capability not in compiled architectures" device="Quadro P4000" cc=610 archs="[750 800 860 870 890 900 1000]"',
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        "Exception: Capture cuda graph failed: cuDNN FP4 requires backend version >= 91002, found 90701. Please "
+        "upgrade cuDNN backend.",
+    ),
+    (
+        "other_config_error",
+        "failed to load 'tensorrt_llm' version 2: Invalid argument: unable to find 'tensorrtllm/model.py' for model "
+        "'tensorrt_llm', in /opt/tritonserver/backends/tensorrtllm",
+    ),
+    (
+        "other_config_error",
+        "UNAVAILABLE: Internal: AssertionError: vLLM Triton backend must be configured to use decoupled model "
+        "transaction policy",
+    ),
+    ("other_config_error", "llama_model_load: error loading model: missing tensor 'blk.92.nextn.embed_tokens.weight'"),
+    (
+        "tool_call_parse_error",
+        "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': \"[{'type': 'value_error', 'loc': "
+        "('body',), 'msg': 'Value error, When using `tool_choice`, `tools` must be set.'\"}",
+    ),
+    ("nccl_error", "Failed to modify QP to RTR: Connection timed out"),
+    ("nccl_error", "(LLMRayActor pid=90738, ip=<ip>) mlx5: host_unknown: got completion with error:"),
+    (
+        "unrecognized_error",
+        "W: GPG error: https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2004/x86_64  InRelease: The "
+        "following signatures couldn't be verified because the public key is not available: NO_PUBKEY A4B469963BF863CC",
+    ),
+    (
+        "unrecognized_error",
+        "[2023-08-09 22:39:16,002 E 209 223] (raylet) file_system_monitor.cc:111: /tmp/ray/session_2023-08-09 is over "
+        "95% full, available space: 60427313152; capacity: 1599538507776. Object creation will fail if spilling is "
+        "required.",
+    ),
+    (
+        "unrecognized_error",
+        "DeepEP dispatch NVL receiver timeout, channel: 9, RDMA: 1, nvl: 3, src RDMA: 0, src nvl: 3, start: 0, end: 0",
+    ),
+    (
+        "healthy",
+        'data: {"batch_index":0,"context_logits":0.0,"cum_log_probs":0.0,"generation_logits":0.0,"model_name":"gpt2",'
+        '"model_version":"1","output_log_probs":[0.0,0.0,0.0],"text_output":" a"}',
+    ),
+    # blind batch 25 (2026-12-04), each in its real wording
+    (
+        "abi_or_wheel_mismatch",
+        " DLL load failed while importing exllamav2_ext: The specified procedure could not be found.",
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        "ValueError: numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88 "
+        "from PyObject",
+    ),
+    ("other_config_error", "scheduler.py:648] Input prompt (36893 tokens) is too long and exceeds limit of 1000"),
+    (
+        "other_config_error",
+        "0.17.040.446 E srv                 send_error: task id = 12, error: input is too large to process, please "
+        "increase the physical batch size",
+    ),
+    (
+        "other_config_error",
+        "[ERROR] litellm.UnsupportedParamsError: ollama does not support parameters: ['parallel_tool_calls'], for "
+        "model=gemma4:e4b. To drop these, set 'litellm.drop_params=True' or for proxy:",
+    ),
+    (
+        "other_config_error",
+        "sbatch: error: No gpu count given, specify --gres=gpu\n"
+        "sbatch: error: Batch job submission failed: Invalid generic resource (gres) specification",
+    ),
+    (
+        "arch_unsupported",
+        "ValueError(\"type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', "
+        "'fp8e5')\")",
+    ),
+    (
+        "healthy",
+        'Created response: CreateChatCompletionResponse { id: "chatcmpl-<uuid>", choices: [ChatChoice { index: 0, '
+        'message: ChatCompletionResponseMessage { content: Some("Hi"), tool_calls: Some([]) }, finish_reason: '
+        'Some(Stop) }], model: "Qwen2.5-14B-Instruct-AWQ", object: "chat.completion", usage: Some(CompletionUsage)',
+    ),
+    (
+        "unrecognized_error",
+        "Application startup complete.\nInference server seems to have crashed, restarting",
+    ),
+    (
+        "unrecognized_error",
+        "/home/runner/work/llama-box/llama-box/llama.cpp/src/llama.cpp:17572:GGML_ASSERT( seq_id < n_tokens && "
+        '"seq_id cannot be larger than n_tokens with pooling_type ==CLS or RANK") failed',
     ),
 ]
 
@@ -1538,9 +1637,57 @@ NARROW: list[tuple[str, str]] = [
         "To create a public link, set `share=True` in `launch()`.\n"
         "Creating model from config: C:\\Ai\\stable-diffusion-webui\\configs\\v1-inference.yaml\n",
     ),
+    # review of blind batches 24 and 25 (benign lines written by the reviewer from the programs' output): Ollama
+    # skipping a Pascal card but serving on an RTX 4090, NumPy's ABI RuntimeWarning on a server that answers,
+    # Transformer Engine's reason as a pytest skip, Triton's README example response (no stream), a compiler
+    # warning quoting a GGML_ASSERT line, TensorFlow's cuDNN hint (usually memory), LiteLLM refusing one request
+    # while the proxy serves, a rejected pod listed beside its running replacement
+    (
+        "healthy",
+        'time=2026-01-05T10:00:00.100Z level=INFO source=llama_server.go:299 msg="skipping CUDA device — compute '
+        'capability not in compiled architectures" device="Quadro P4000" cc=610\n'
+        'time=2026-01-05T10:00:00.200Z level=INFO source=types.go:130 msg="inference compute" id=GPU-1 library=CUDA '
+        'compute=8.9 name="NVIDIA GeForce RTX 4090" total="23.6 GiB"\n'
+        'time=2026-01-05T10:00:00.300Z level=INFO source=routes.go:1500 msg="Listening on 127.0.0.1:11434"\n'
+        '[GIN] 2026/01/05 - 10:00:05 | 200 |  1.2s |       127.0.0.1 | POST     "/api/chat"\n',
+    ),
+    (
+        "healthy",
+        "<frozen importlib._bootstrap>:241: RuntimeWarning: numpy.dtype size changed, may indicate binary "
+        "incompatibility. Expected 96 from C header, got 88 from PyObject\n"
+        'INFO:     127.0.0.1:51234 - "POST /v1/completions HTTP/1.1" 200 OK\n',
+    ),
+    (
+        "inconclusive",
+        "SKIPPED [1] tests/pytorch/test_numerics.py:120: MXFP8 (for all gemm layouts) is not supported on 12.0+ "
+        "architectures yet.\n",
+    ),
+    (
+        "inconclusive",
+        '{"model_name":"ensemble","model_version":"1","sequence_end":false,"sequence_id":0,"sequence_start":false,'
+        '"text_output":"What is machine learning? Machine learning is a subset of artificial intelligence"}\n',
+    ),
+    (
+        "inconclusive",
+        "ggml/src/ggml.c:1234:5: note: in expansion of macro 'GGML_ASSERT'\n"
+        "  1234 |     GGML_ASSERT(ggml_can_mul_mat(a, b));\n",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("label", "text"), NARROW, ids=[f"{lab}-{i}" for i, (lab, _) in enumerate(NARROW)])
 def test_new_wordings_do_not_over_read(label: str, text: str) -> None:
     assert diagnose_text(text).label == label
+
+
+def test_tensorflow_cudnn_driver_hint_is_not_a_decided_cause() -> None:
+    # TensorFlow prints "Possibly insufficient driver version" after every cuDNN NOT_INITIALIZED, which is
+    # usually GPU memory (review of blind batches 24 and 25): no signature decides it. The scorer may still
+    # read it (batch 25's thread found a driver too old): `likely` at most.
+    log = (
+        "E tensorflow/stream_executor/cuda/cuda_dnn.cc:353] Could not create cudnn handle: "
+        "CUDNN_STATUS_NOT_INITIALIZED\n"
+        "E tensorflow/stream_executor/cuda/cuda_dnn.cc:361] Possibly insufficient driver version: 535.104.5\n"
+    )
+    assert diagnose_text(log, scorer=False).label == "unrecognized_error"
+    assert diagnose_text(log).confidence != "decisive"

@@ -198,8 +198,8 @@ class _Scan:
         Returns the number of newlines consumed. Avoids copying the block: only a block with
         colour codes is rewritten (ANSI removed) before matching.
         """
-        # (the literal "^[[0;36m" form of pasted logs is removed per line, in normalize_line)
-        if data.find(b"\x1b", start, end) >= 0:
+        # the literal "^[[0;36m" form of pasted logs too: patterns must see "| 200 |" (blind batch 24)
+        if data.find(b"\x1b", start, end) >= 0 or data.find(b"^[[", start, end) >= 0:
             data = ANSI_BYTES_RE.sub(b"", data[start:end])
             start, end = 0, len(data)
         if not self.nonblank and _NONBLANK.search(data, start, end):
