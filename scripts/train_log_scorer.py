@@ -408,10 +408,9 @@ def outcome_label(verdict: str, label: str | None, score: float, threshold: floa
 
 def choose_threshold(outcomes: Sequence[tuple[str, str, str | None, float]]) -> tuple[float, list[dict[str, Any]]]:
     """The smallest threshold at which the causes the scorer names (on ablation outcomes) reach
-    TARGET_PRECISION, with no healthy log the scorer made a failure. What the signatures decided
-    does not count here (a healthy log whose own ERROR line the verdict calls unrecognized_error
-    stays so at every threshold: counting it sent the threshold to its last value, 0.99, at 3,113
-    excerpts, version 4); it is in the report."""
+    TARGET_PRECISION, with no healthy log the scorer made a failure. A healthy log the signatures
+    already call a failure is one at every threshold, so it cannot choose one (counted, it sent the
+    threshold to the last value); a cause the scorer names for it counts in the precision."""
     table = []
     chosen = None
     for th in THRESHOLDS:
@@ -424,7 +423,15 @@ def choose_threshold(outcomes: Sequence[tuple[str, str, str | None, float]]) -> 
                 false_alarms += healthy_called_failure(e, final) and not healthy_called_failure(e, v)
         f = figures([(e, outcome_label(v, lab, sc, th)) for e, v, lab, sc in outcomes])
         prec = right / named if named else None
-        table.append({"threshold": th, "scorer_named": named, "scorer_precision": prec, "accuracy": f["accuracy"]})
+        table.append(
+            {
+                "threshold": th,
+                "scorer_named": named,
+                "scorer_precision": prec,
+                "scorer_false_alarms": false_alarms,
+                "accuracy": f["accuracy"],
+            }
+        )
         if chosen is None and prec is not None and prec >= TARGET_PRECISION and false_alarms == 0:
             chosen = th
     if chosen is None:
@@ -441,7 +448,7 @@ def cv_report(
     """Cross-validated figures: signatures alone, scorer alone, both; and on new wordings.
 
     ``models`` (with the calibrated temperature and threshold) are keyed by ``it[key]``, the fold
-    each item is held out in.
+    each item is held out in; every item's fold needs one (a sample scores only its own items).
     """
     alone: list[tuple[str, str]] = []
     whole: list[tuple[str, str]] = []
@@ -544,7 +551,7 @@ def train(
         report = cv_report(held, cv_models, ablation_outcomes(held, cv_models, "cv_fold"), "cv_fold")
         if held is not items:
             report["sample"] = {
-                "projects": projects,
+                "projects": len(chosen),
                 "of_projects": len({it["group"] for it in items}),
                 "excerpts": len(held),
                 "of_excerpts": len(items),
@@ -635,6 +642,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true", help="compute (and report) without writing")
     ap.add_argument("--jobs", type=int, default=1, help="processes for the fold fits (same output for any number)")
     args = ap.parse_args(argv)
+    if args.projects < 0 or (args.projects and (args.folds != 0 or not (args.cv or args.json))):
+        ap.error("--projects N needs --cv or --json with --folds 0 (one fold per project), and N >= 0")
     paths = [Path(p) for p in args.sets if Path(p).name not in set(args.exclude_set)]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:

@@ -224,6 +224,9 @@ def test_ansi_and_transport_prefixes_are_stripped() -> None:
     # ... also after a caret that is not one (a traceback's markers: the check finds "^" first, then "^[[")
     d = diagnose_text("ggml_init_cublas: found 1 CUDA devices:\n    x = f(y)\n        ^^^^\n" + gin)
     assert d.label == "healthy" and d.evidence[0]["text"].startswith("[GIN] 2024/03/01 - 01:34:07 | 200 |")
+    # ... and when the block's first caret starts its only code
+    one = '[GIN] 2024/03/01 - 01:34:07 |^[[97;42m 200 | 7.799372595s | <ip> | POST "/api/chat"\n'
+    assert diagnose_text(one).label == "healthy"
 
 
 def test_stderr_relogged_at_error_level_keeps_its_own_level() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from .diagnosis import STATUS_EMPTY, STATUS_OK, STATUS_UNREADABLE, LogDiagnoses, LogDiagnosis, LogFinding
 from .matcher import Engine, make_engine
-from .normalize import ANSI_BYTES_RE, line_level, normalize_line
+from .normalize import ANSI_BYTES_RE, holds_colour_codes, line_level, normalize_line
 from .reader import CHUNK_BYTES, MAX_LINE_BYTES, LogUnreadable, open_log
 from .scorer import HEAD_LINES, TAIL_LINES, ScoredLine, default_model
 from .signatures import INCONCLUSIVE, Signature, SignatureSet
@@ -154,12 +154,6 @@ def _pool(n: int) -> ThreadPoolExecutor:
     return pool
 
 
-def _has_caret_escape(data: bytes, start: int, end: int) -> bool:
-    """Whether ``data[start:end]`` holds a colour code written out as text ("^[[0;36m")."""
-    caret = data.find(b"^", start, end)
-    return caret >= 0 and data.find(b"^[[", caret, end) >= 0
-
-
 def _split(data: bytes, start: int, end: int, n: int) -> list[tuple[int, int]]:
     """Cut ``data[start:end]`` into ``n`` ranges at line boundaries."""
     cuts = [start]
@@ -204,9 +198,8 @@ class _Scan:
         Returns the number of newlines consumed. Avoids copying the block: only a block with
         colour codes is rewritten (ANSI removed) before matching.
         """
-        # the literal "^[[0;36m" form of pasted logs too: patterns must see "| 200 |" (blind batch 24). A
-        # one-byte find is memchr; "^[[" searched directly costs a quarter second on 400 MB ('[' is common)
-        if data.find(b"\x1b", start, end) >= 0 or _has_caret_escape(data, start, end):
+        # the literal "^[[0;36m" form of pasted logs too: patterns must see "| 200 |" (blind batch 24)
+        if holds_colour_codes(data, start, end):
             data = ANSI_BYTES_RE.sub(b"", data[start:end])
             start, end = 0, len(data)
         if not self.nonblank and _NONBLANK.search(data, start, end):

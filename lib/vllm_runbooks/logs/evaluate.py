@@ -46,7 +46,7 @@ def figures(pairs: list[tuple[str, str]]) -> dict[str, Any]:
 
     ``accuracy``; ``precision_named``: right among the logs where a cause was named;
     ``recall_failures``: real failures with a known cause whose cause was named right;
-    ``failures_called_healthy`` and ``healthy_called_failure`` (counts; both must stay 0).
+    ``failures_called_healthy`` and ``healthy_called_failure`` (counts; the goal for both is 0).
     """
     n = len(pairs)
     named = [(e, p) for e, p in pairs if p not in NOT_A_CAUSE]

@@ -16,6 +16,19 @@ ANSI_BYTES_RE = re.compile(
     rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|\^\[\[[0-9;]*m"
 )
 
+
+def holds_colour_codes(data: bytes, start: int, end: int) -> bool:
+    """Whether ``data[start:end]`` may hold colour codes, as escape bytes or written out ("^[[0;36m").
+
+    Cheap enough for every block of a 400 MB log: one-byte finds are memchr; "^[[" is searched for only
+    after a "^", because a search for a needle ending in "[" stops at every "[" (0.25 s on 400 MB).
+    """
+    if data.find(b"\x1b", start, end) >= 0:
+        return True
+    caret = data.find(b"^", start, end)
+    return caret >= 0 and data.find(b"^[[", caret, end) >= 0
+
+
 _PREFIXES: tuple[re.Pattern[str], ...] = (
     # docker --timestamps / kubectl --timestamps / CRI: RFC 3339 timestamp (+ CRI stream and tag)
     re.compile(
