@@ -37,7 +37,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -166,7 +166,7 @@ class _Rows:
 
     def dot(self, w: np.ndarray) -> np.ndarray:
         """X @ W (every row has at least one entry)."""
-        return np.add.reduceat(self.vals[:, None] * np.take(w, self.cols, axis=0), self.starts, axis=0)
+        return np.add.reduceat(self.vals[:, None] * w[self.cols], self.starts, axis=0)
 
     def tdot(self, g: np.ndarray) -> np.ndarray:
         """X.T @ G (every column has at least one entry: the vocabulary comes from these rows)."""
@@ -315,7 +315,7 @@ def fold_models(
     key: str,
     start: Solution | None = None,
     jobs: int = 1,
-    only: Sequence[str] | None = None,
+    only: Iterable[str] | None = None,
 ) -> dict[str, Model]:
     """Per fold (``it[key]``; ``only`` these): the model trained on every other item (from ``start``, see ``solve``).
 
@@ -544,7 +544,7 @@ def train(
             "cv_fold",
             start=everything if cv_folds <= 0 else None,
             jobs=jobs,
-            only=sorted({it["cv_fold"] for it in held}),
+            only={it["cv_fold"] for it in held},
         )
         for m in cv_models.values():
             m.temperature, m.threshold = t, th

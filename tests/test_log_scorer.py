@@ -15,6 +15,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -187,8 +188,8 @@ def test_rules_hold_on_every_labelled_excerpt(rows: list[dict]) -> None:
         if base.label != "healthy":
             assert d.label != "healthy", r["id"]
     f = figures(pairs)
-    assert _healthy_called_failure(rows, [lab for _, lab in pairs]) == ERROR_TAG_ON_ITS_OWN_LINE, f
-    assert _failures_called_healthy(rows, [lab for _, lab in pairs]) == NOT_IN_THE_EXCERPT, f
+    assert _ids(rows, [lab for _, lab in pairs], healthy_called_failure) == ERROR_TAG_ON_ITS_OWN_LINE, f
+    assert _ids(rows, [lab for _, lab in pairs], failure_called_healthy) == NOT_IN_THE_EXCERPT, f
     # 0.944 at 1,747 and 1,450 excerpts (0.948 at 1,348, 0.951 at 1,222, 0.952 at 1,033): most
     # wrong names are the threads' readings of a log that states another fact (a phase-less OOM
     # the thread places at weight loading, NCCL errors in threads that found no cause); each batch
@@ -216,14 +217,9 @@ NOT_IN_THE_EXCERPT = {"n-dif-14", "n-tool-08", "olD-09"}
 ERROR_TAG_ON_ITS_OWN_LINE = {"olD-06"}
 
 
-def _healthy_called_failure(rows: list[dict], labels: list[str]) -> set[str]:
-    """Ids of the healthy logs the verdict called a failure (what ``figures`` counts)."""
-    return {r["id"] for r, lab in zip(rows, labels, strict=True) if healthy_called_failure(r["label"], lab)}
-
-
-def _failures_called_healthy(rows: list[dict], labels: list[str]) -> set[str]:
-    """Ids of the failures the verdict called healthy (what ``figures`` counts)."""
-    return {r["id"] for r, lab in zip(rows, labels, strict=True) if failure_called_healthy(r["label"], lab)}
+def _ids(rows: list[dict], labels: list[str], mistake: Callable[[str, str], bool]) -> set[str]:
+    """Ids of the rows whose verdict is that mistake (the two ``figures`` counts, by row)."""
+    return {r["id"] for r, lab in zip(rows, labels, strict=True) if mistake(r["label"], lab)}
 
 
 # (accuracy, precision) floors per blind batch, in BATCHES order; a batch without its row stops
@@ -330,8 +326,8 @@ def test_blind_batch_figures_after_training_on_it(batch: Path, floor: float, pre
     labels = [diagnose_text(r["log"]).label for r in rows]
     f = figures(list(zip([r["label"] for r in rows], labels, strict=True)))
     assert f["accuracy"] >= floor and f["precision_named"] >= precision, f
-    assert _healthy_called_failure(rows, labels) <= ERROR_TAG_ON_ITS_OWN_LINE, f
-    assert _failures_called_healthy(rows, labels) <= NOT_IN_THE_EXCERPT, f
+    assert _ids(rows, labels, healthy_called_failure) <= ERROR_TAG_ON_ITS_OWN_LINE, f
+    assert _ids(rows, labels, failure_called_healthy) <= NOT_IN_THE_EXCERPT, f
 
 
 def test_apply_scores_leaves_decided_verdicts_alone(model: Model) -> None:
