@@ -1326,6 +1326,143 @@ CASES: list[tuple[str, str]] = [
         "/home/runner/work/llama-box/llama-box/llama.cpp/src/llama.cpp:17572:GGML_ASSERT( seq_id < n_tokens && "
         '"seq_id cannot be larger than n_tokens with pooling_type ==CLS or RANK") failed',
     ),
+    # blind batch 26 (2026-12-04), each in its real wording
+    (
+        "abi_or_wheel_mismatch",
+        "  ╰─▶ Because all versions of cuda-tile have no wheels with a matching Python ABI tag (e.g., `cp314`) and "
+        "flashinfer-python==0.6.8.post1 depends on cuda-tile, we can conclude that",
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        'cuda_toolkit.h:41:8: error: #error "CUDA compiler and CUDA toolkit headers are incompatible, please check '
+        'your include paths"',
+    ),
+    (
+        "abi_or_wheel_mismatch",
+        " RuntimeError: flashinfer-cubin version (0.6.8.post1) does not match flashinfer version (0.6.10). Please "
+        "install the same version of both packages. Set FLASHINFER_DISABLE_VERSION_CHECK=1 to bypass this check.",
+    ),
+    ("arch_unsupported", "RuntimeError: Expected is_sm8x || is_sm75 to be true, but got false."),
+    (
+        "kv_cache_insufficient",
+        "AssertionError: No space left for only one request, self.token_to_kv_pool_allocator.available_size()=0",
+    ),
+    (
+        "other_config_error",
+        "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable RANK "
+        "expected, but not set",
+    ),
+    (
+        "other_config_error",
+        "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp "
+        "(/home/jenkins/agent/workspace/LLM/release-0.8/L0_PostMerge/tensorrt_llm/cpp/tensorrt_llm/runtime/"
+        "worldConfig.cpp:90)",
+    ),
+    ("other_config_error", "AssertionError: Engine world size (2) != Runtime world size (1)"),
+    (
+        "nccl_error",
+        "/dvs/p4/build/sw/rel/gpgpu/toolkit/r13.0/main_nvshmem/src/modules/transport/ibgda/ibgda.cpp:2234: NULL "
+        "value Unable to create ah.",
+    ),
+    (
+        "nccl_error",
+        '    "message": "RendezvousConnectionError: The connection to the C10d store has failed. See inner exception '
+        'for details.",',
+    ),
+    (
+        "no_gpu_visible",
+        "5.879228] driverdog[2088]: 23:10:41 [ERROR] '/usr/bin/modprobe' failed - stderr: modprobe: ERROR: could "
+        "not insert 'nvidia': Operation not permitted",
+    ),
+    ("no_gpu_visible", "Error: only 0 Devices available, 1 requested.  Exiting."),
+    ("libcuda_missing", "libnvidia-ml.so in GDK package is a stub library that is attached only for"),
+    ("libcuda_missing", "/sbin/ldconfig.real: File /usr/lib/x86_64-linux-gnu/libcuda.so is empty, not checked."),
+    (
+        "container_toolkit_requirement",
+        "E0105 19:55:43.488469 1 nvc_ldcache.c:384] could not start /sbin/ldconfig: process execution failed: no "
+        "such file or directory",
+    ),
+    (
+        "container_toolkit_requirement",
+        "failed to fulfil mount request: open /bin/nvidia-cuda-mps-control: no such file or directory",
+    ),
+    (
+        "shm_insufficient",
+        "It is possible that dataloader's workers are out of shared memory. Please try to raise your shared memory "
+        "limit.",
+    ),
+    ("unrecognized_error", "warning: no usable GPU found, --gpu-layers option will be ignored"),
+    (
+        "unrecognized_error",
+        "/app/rpc-server: error while loading shared libraries: libggml-cpu.so: cannot open shared object file: No "
+        "such file or directory",
+    ),
+    (
+        "healthy",
+        "(Worker_TP1 pid=238) INFO 08-22 04:42:13 [gpu_worker.py:726] CUDA graph pool memory: 0.09 GiB (actual), "
+        "0.13 GiB (estimated), difference: 0.04 GiB (51.1%).",
+    ),
+    (
+        "healthy",
+        'I0510 07:57:30.770724 21661 model_instance_state.cc:840] {"Active Request Count":1,"Iteration Counter":2,'
+        '"Max Request Count":1,"Runtime CPU Memory Usage":500,"Runtime GPU Memory Usage":396380909}',
+    ),
+    # blind batch 27 (2026-12-04), each in its real wording
+    ("driver_too_old", "ERROR: LoadError: CUDA 10.0 is not supported by\nyour driver (which supports up to 9.0)"),
+    ("arch_unsupported", "RuntimeError: Rowwise scaling is not currently supported on your device"),
+    (
+        "shm_insufficient",
+        "The worker fails with {0: ProcessFailure(local_rank=0, pid=54, exitcode=-7, error_file='<N/A>', "
+        "error_file_data={'message': '<NONE>'}, message='Signal 7 (SIGBUS) received by PID 54', timestamp=1711419181)}",
+    ),
+    (
+        "no_gpu_visible",
+        "modprobe: ERROR: could not insert 'nvidia_367_uvm': Unknown symbol in module, or unknown parameter (see "
+        "dmesg)",
+    ),
+    (
+        "other_config_error",
+        "AttributeError: Model Qwen2VLForConditionalGeneration does not support BitsAndBytes quantization yet.",
+    ),
+    (
+        "other_config_error",
+        "2025-04-18T02:45:50.805518Z ERROR text_embeddings_backend: backends/src/lib.rs:388: Could not start Candle "
+        "backend: Could not start backend: cannot find tensor dense.weight",
+    ),
+    (
+        "oom_weights",
+        "File ~/anaconda3/envs/unsloth/lib/python3.11/site-packages/bitsandbytes/nn/modules.py:296, in "
+        "Params4bit._quantize(self, device)\nRuntimeError: CUDA driver error: out of memory",
+    ),
+    (
+        "unrecognized_error",
+        "ERROR [backend_xgrammar.py:167] Failed to advance FSM for request chatcmpl-1 for tokens 71093. Please file "
+        "an issue.",
+    ),
+    ("unrecognized_error", "terminate called after throwing an instance of 'std::runtime_error'"),
+    (
+        "unrecognized_error",
+        "Server error: 503 - [address=0.0.0.0:36042, pid=294316] No available slot found for the model",
+    ),
+    (
+        "unrecognized_error",
+        "gguf_init_from_file_impl: tensor 'blk.0.ffn_down_exps.weight' has invalid ggml type 39 (NONE)",
+    ),
+    ("healthy", "Successful requests:                     5         \nFailed requests:                         0"),
+    (
+        "healthy",
+        'INFO:root:res: {"token": {"id": [363], "text": " for", "log_prob": -0.7203744053840637}}',
+    ),
+    # blind batch 28 (2026-12-04), each in its real wording
+    (
+        "other_config_error",
+        "ValueError: placement group bundle index 6 is invalid. Valid placement group indexes: 0-4",
+    ),
+    (
+        "unrecognized_error",
+        "ERRO[0002] Failed to collect metrics with error: Failed to collect metrics with error: Error getting device "
+        "information: API version mismatch",
+    ),
 ]
 
 
@@ -1672,12 +1809,77 @@ NARROW: list[tuple[str, str]] = [
         "ggml/src/ggml.c:1234:5: note: in expansion of macro 'GGML_ASSERT'\n"
         "  1234 |     GGML_ASSERT(ggml_can_mul_mat(a, b));\n",
     ),
+    # blind batch 26 (2026-12-04): the optional GPUDirect module failing to load (the GPU itself works), a
+    # llama.cpp CPU build that ignores --gpu-layers and then answers, an idle TensorRT-LLM backend, WSL's own
+    # ldconfig warning, a kubelet mount of something other than a driver file, a CUDA failure after the graphs
+    (
+        "unrecognized_error",
+        "modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument\n",
+    ),
+    (
+        "healthy",
+        "warning: no usable GPU found, --gpu-layers option will be ignored\n"
+        "main: server is listening on http://127.0.0.1:8080 - starting the main loop\n"
+        "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200\n",
+    ),
+    (
+        "inconclusive",
+        'I0510 07:57:30.770724 21661 model_instance_state.cc:840] {"Active Request Count":0,"Iteration Counter":2,'
+        '"Max Request Count":1}\n',
+    ),
+    ("inconclusive", "/sbin/ldconfig.real: /usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link\n"),
+    (
+        "inconclusive",
+        "W0101 kubelet: failed to fulfil mount request: open /var/lib/kubelet/pods/x/volumes/config: no such file "
+        "or directory\n",
+    ),
+    (
+        "oom_runtime",
+        "(Worker_TP0 pid=1) INFO [gpu_worker.py:726] CUDA graph pool memory: 0.09 GiB (actual), 0.13 GiB (estimated)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+    ),
+    # blind batch 27 (2026-12-04): a benchmark whose requests all failed, an INFO line that quotes a level
+    ("unrecognized_error", "Successful requests:                     0\nFailed requests:                         5\n"),
+    (
+        "healthy",
+        "INFO 06-30 17:41:22 [logger.py:41] Received request: prompt 'grep ERROR [engine.py:12] in the log'\n"
+        'INFO:     127.0.0.1:51234 - "POST /v1/completions HTTP/1.1" 200 OK\n',
+    ),
+    # review of blind batches 26-28 (logs written by the reviewer from the programs' output): a benchmark whose
+    # requests mostly failed, a TensorRT-LLM request in flight when Triton crashed, an image build's empty
+    # placeholder library before a server that answers (inferred, never decisive), Xinference refusing an
+    # unknown model (a client's mistake, like a 404), a bitsandbytes weight quantized in a plain traceback
+    ("unrecognized_error", "Successful requests:                   5\nFailed requests:                       995\n"),
+    (
+        "unrecognized_error",
+        'I0510 07:57:30.770724 21661 model_instance_state.cc:840] {"Active Request Count":1,"Iteration Counter":2,'
+        '"Max Request Count":1}\nSignal (11) received.\n',
+    ),
+    ("inconclusive", "Server error: 400 - [address=0.0.0.0:1, pid=2] Model not found in the model list, uid: qwen\n"),
+    (
+        "oom_weights",
+        '  File "/x/site-packages/bitsandbytes/nn/modules.py", line 296, in _quantize\n'
+        "    w_4bit, quant_state = bnb.functional.quantize_4bit(\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB\n",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("label", "text"), NARROW, ids=[f"{lab}-{i}" for i, (lab, _) in enumerate(NARROW)])
 def test_new_wordings_do_not_over_read(label: str, text: str) -> None:
     assert diagnose_text(text).label == label
+
+
+def test_placeholder_and_stub_libraries_are_inferred_not_decided() -> None:
+    # An image build prints ldconfig's "is empty, not checked" for placeholder driver libraries the toolkit
+    # mounts over at run time, and build steps may load the stub NVML (review of blind batches 26-27): both
+    # name libcuda_missing as `likely`, so the advice is given without a decisive verdict.
+    for line in (
+        "/sbin/ldconfig.real: File /usr/lib/x86_64-linux-gnu/libcuda.so.1 is empty, not checked.",
+        "libnvidia-ml.so in GDK package is a stub library that is attached only for",
+    ):
+        d = diagnose_text(line + "\nINFO:     Application startup complete.\n")
+        assert (d.label, d.confidence) == ("libcuda_missing", "likely"), d.summary()
 
 
 def test_tensorflow_cudnn_driver_hint_is_not_a_decided_cause() -> None:
