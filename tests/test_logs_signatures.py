@@ -1882,6 +1882,17 @@ def test_placeholder_and_stub_libraries_are_inferred_not_decided() -> None:
         assert (d.label, d.confidence) == ("libcuda_missing", "likely"), d.summary()
 
 
+def test_a_request_in_flight_is_a_finished_start_up_not_an_answer() -> None:
+    # The TensorRT-LLM backend's statistics with a request in flight show the engine up, not a request
+    # answered (review of blind batches 26-27): `healthy` only as `likely`, as a finished start-up is.
+    stats = (
+        'I0510 07:57:30.770724 21661 model_instance_state.cc:840] {"Active Request Count":1,"Iteration Counter":2,'
+        '"Max Request Count":1}\n'
+    )
+    d = diagnose_text(stats)
+    assert (d.label, d.confidence) == ("healthy", "likely"), d.summary()
+
+
 def test_tensorflow_cudnn_driver_hint_is_not_a_decided_cause() -> None:
     # TensorFlow prints "Possibly insufficient driver version" after every cuDNN NOT_INITIALIZED, which is
     # usually GPU memory (review of blind batches 24 and 25): no signature decides it. The scorer may still
