@@ -1474,12 +1474,6 @@ CASES: list[tuple[str, str]] = [
         "2019/04/05 04:02:20 Could not register device plugin: rpc error: code = Unimplemented desc = unknown "
         "service v1beta1.Registration",
     ),
-    (
-        "other_config_error",
-        "  2025-08-26T15:54:52.211210Z  WARN goose::providers::utils: Provider request failed with status: 404 Not "
-        'Found. Payload: Some(Object {"object": String("error"), "message": String("The model `gpt-4o-mini` does '
-        'not exist."), "type": String("NotFoundError")',
-    ),
     ("tool_call_parse_error", "  what():  Invalid diff: now finding less tool calls!"),
     ("tool_call_parse_error", "400 Gemma4ToolParser.__init__() takes 2 positional arguments but 3 were given"),
     (
@@ -1497,6 +1491,23 @@ CASES: list[tuple[str, str]] = [
         "  warm-1     wall= 26.44s  ttft=   334ms  toks=1000  wall_TPS= 37.83  decode_TPS= 38.31",
     ),
     ("unrecognized_error", "ERROR:    Exception in ASGI application"),
+    # blind batch 30 (2026-12-04), each in its real wording
+    ("arch_unsupported", "FP4 is not available on this device"),
+    ("no_gpu_visible", 'raise RuntimeError("No GPU found. A GPU is needed for quantization.")'),
+    ("libcuda_missing", "FATAL ERROR: NVIDIA Management Library (NVML) not found."),
+    (
+        "other_config_error",
+        'msg="Failed to Listen and Server HTTP server with err: `listen tcp: address 9400: missing port in address`"',
+    ),
+    (
+        "other_config_error",
+        "Binding returned this exception : Found modules on cpu/disk. Using Exllama or Exllamav2 backend requires "
+        "all the modules to be on GPU.You can deactivate exllama backend by setting `disable_exllama=True`",
+    ),
+    (
+        "unrecognized_error",
+        "slurmd: fatal: MIG mode is enabled, but no MIG devices were found. Please either create MIG instances",
+    ),
 ]
 
 
@@ -1909,6 +1920,56 @@ NARROW: list[tuple[str, str]] = [
     ),
     # a benchmark line whose request produced no tokens proves nothing
     ("inconclusive", "  run-1      wall= 27.61s  ttft=     0ms  toks=   0  wall_TPS=  0.00\n"),
+    # review of blind batches 29-30 (2026-12-04): NCCL's "-> N" trace of a call that it then recovered from,
+    # NVSHMEM trying one transport before another, a Go agent's warning about a malformed address, a client's
+    # 404 for a model name, a Jupyter server's or an exporter's lines beside a server stuck in start-up, git's
+    # "fatal:" in a build, a summary table's ERROR count, a client's malformed tools in a request
+    (
+        "inconclusive",
+        "<host>:1:2 [0] NCCL INFO transport/net_ib.cc:699 -> 2\n<host>:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0\n"
+        "<host>:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 - Init COMPLETE\n",
+    ),
+    (
+        "healthy",
+        "/src/host/transport/transport.cpp:nvshmemi_transport_init:282: init failed for transport: IBGDA\n"
+        "NVSHMEM INFO P2P list: 0 1\nINFO:     Application startup complete.\n"
+        'INFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 200 OK\n',
+    ),
+    (
+        "healthy",
+        'time=2024-05-01T10:00:00Z level=WARN source=x.go:1 msg="bad host" err="address 10.0.0.7: missing port in '
+        'address"\n[GIN] 2024/05/01 - 10:00:01 | 200 |   1.2ms |  127.0.0.1 | POST     "/api/chat"\n',
+    ),
+    (
+        "unrecognized_error",
+        'INFO:     127.0.0.1:1 - "POST /v1/chat/completions HTTP/1.1" 404 Not Found\n'
+        '{"object":"error","message":"The model `gpt-4o-mini` does not exist.","type":"NotFoundError"}\n',
+    ),
+    (
+        "inconclusive",
+        "INFO 05-01 10:00:00 [gpu_model_runner.py:1] Starting to load model /models/x...\n"
+        "[I 2024-05-01 10:00:01.000 ServerApp log:191] 200 GET /api/contents (127.0.0.1) 2.84ms\n"
+        'level=info ts=2024-05-01T10:00:02.835Z caller=tls_config.go:313 msg="Listening on" address=[::]:9100\n',
+    ),
+    (
+        "oom_runtime",
+        "    if use_deep_gemm and arch_major == 9:\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"
+        "\n",
+    ),
+    (
+        "healthy",
+        "stderr: fatal: No names found, cannot describe anything.\nINFO:     Application startup complete.\n"
+        'INFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 200 OK\n',
+    ),
+    (
+        "healthy",
+        'ERROR:     0\nINFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 200 OK\n',
+    ),
+    (
+        "unrecognized_error",
+        '{"object": "error", "message": "1 validation error for ChatCompletionRequest\\\\ntools.0.function.name\\\\n  '
+        'Field required", "code": 400}\n',
+    ),
 ]
 
 
