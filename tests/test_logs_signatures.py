@@ -1967,7 +1967,7 @@ NARROW: list[tuple[str, str]] = [
     ),
     (
         "unrecognized_error",
-        '{"object": "error", "message": "1 validation error for ChatCompletionRequest\\\\ntools.0.function.name\\\\n  '
+        '{"object": "error", "message": "1 validation error for ChatCompletionRequest\\ntools.0.function.name\\n  '
         'Field required", "code": 400}\n',
     ),
 ]
