@@ -1572,6 +1572,68 @@ CASES: list[tuple[str, str]] = [
     ),
     ("unrecognized_error", "Could not unload NVIDIA driver kernel modules, driver is in use"),
     ("healthy", "I0304 23:44:28.443149 1 grpc_server.cc:102] Ready for RPC 'ServerReady', 0"),
+    # blind batch 32 (2026-12-04), each in its real wording
+    (
+        "container_toolkit_requirement",
+        'level=warning msg="Could not locate libdxcore.so: pattern libdxcore.so not found"',
+    ),
+    (
+        "libcuda_missing",
+        '│    error compiling __hidden_init__: error compiling cuInit: could not load library "libcuda"',
+    ),
+    ("arch_unsupported", 'time="2022-05-27T08:53:59Z" level=fatal msg="Error watching fields: Feature not supported"'),
+    ("no_gpu_visible", "        Error: No GPU device found!"),
+    (
+        "arch_unsupported",
+        "open-source/max/mojo/stdlib/stdlib/builtin/constrained.mojo:58:6: note: constraint failed: this kernel is "
+        "only supported on sm90 or newer",
+    ),
+    ("arch_unsupported", "OSError: Could not find compatible tinycudann extension for compute capability 87."),
+    (
+        "abi_or_wheel_mismatch",
+        "ld: /opt/conda/envs/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so: undefined reference to "
+        "`ncclWaitSignal'",
+    ),
+    ("other_config_error", "Not enough GPUs available. Requested 16 GPUs, but only 8 are available in the cluster."),
+    ("other_config_error", "TypeError: qwen3 isn't supported yet."),
+    (
+        "nccl_error",
+        "<host>:18569:18835 [0] bootstrap.cc:131 NCCL WARN Bootstrap Root : rank 1 of 8 ranks has already checked in",
+    ),
+    ("oom_runtime", "OutOfMemoryError                          Traceback (most recent call last)"),
+    (
+        "oom_runtime",
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::MegatronTrainRayActor.train() (pid=2025282)",
+    ),
+    ("unrecognized_error", "/bin/sh: 1: /start_ollama: Permission denied"),
+    ("unrecognized_error", "GPU 00000000:C1:00.0 is currently in use by another process."),
+    (
+        "no_gpu_visible",
+        "Not enough GPUs available. Requested 8 GPUs, but only 0 are available in the cluster.",
+    ),
+    # blind batch 33 (2026-12-04), each in its real wording
+    (
+        "kv_cache_insufficient",
+        "2026-01-20T15:24:43.340496Z ERROR vllm_rs::utils::kvcache_allocator: KVCache allocation failed: "
+        "Insufficient GPU memory for KVCache allocation.",
+    ),
+    ("oom_runtime", "error: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)"),
+    (
+        "other_config_error",
+        "docker: Error response from daemon: driver failed programming external connectivity on endpoint local-ai "
+        "(<uuid>): Bind for 0.0.0.0:8080 failed: port is already allocated.",
+    ),
+    (
+        "other_config_error",
+        "Error: listen tcp 127.0.0.1:11434: bind: Normal olarak her yuva adresi (iletişim kuralı/ağ adresi/bağlantı "
+        "noktası) için yalnızca bir kullanıma izin veriliyor.",
+    ),
+    ("other_config_error", "TypeError: AsyncEngineArgs.__init__() got an unexpected keyword argument 'worker_use_ray'"),
+    (
+        "other_config_error",
+        "... model_repository_manager.cc:1927] Poll failed for model directory 'arcface_r100_v1': failed to open text "
+        "file for read /models/arcface_r100_v1/config.pbtxt: No such file or directory",
+    ),
 ]
 
 
@@ -2073,6 +2135,33 @@ NARROW: list[tuple[str, str]] = [
         'key "Health"\n'
         '{"object":"list","data":[{"id":"Qwen/Qwen2.5-7B-Instruct","object":"model","owned_by":"vllm"}]}\n',
     ),
+    # blind batch 32 (2026-12-04): host memory is not GPU memory (Ray's memory monitor killing a task, the JVM's
+    # heap in a Spark job beside the GPU)
+    (
+        "unrecognized_error",
+        "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\n"
+        "Memory on the node (IP: <ip>, ID: <id>) where the task was running was 29.30GB / 30.84GB (0.95), "
+        "which exceeds the memory usage threshold of 0.95.\n",
+    ),
+    (
+        "unrecognized_error",
+        'Exception in thread "main" java.lang.OutOfMemoryError: Java heap space\n',
+    ),
+    # review of blind batch 33 (2026-12-04): a sidecar's bind error beside a serving vLLM, Triton skipping a
+    # volume's lost+found and serving the other models
+    # (both are ERROR-level lines, so the verdict is an unexplained error, not a configuration error)
+    (
+        "unrecognized_error",
+        'level=error ts=2024-05-01T10:00:00Z caller=main.go:1 err="listen tcp 0.0.0.0:9090: bind: permission '
+        'denied"\nINFO:     Application startup complete.\n'
+        'INFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 200 OK\n',
+    ),
+    (
+        "unrecognized_error",
+        "E0501 10:00:00.000 1 model_repository_manager.cc:1927] Poll failed for model directory 'lost+found': "
+        "failed to open text file for read /models/lost+found/config.pbtxt: No such file or directory\n"
+        "I0501 10:00:01.000 1 grpc_server.cc:2495] Started GRPCInferenceService at 0.0.0.0:8001\n",
+    ),
 ]
 
 
@@ -2092,6 +2181,37 @@ def test_a_tool_call_missing_an_argument_is_not_a_parse_error_of_the_signatures(
     )
     assert diagnose_text(parse, scorer=False).label == "tool_call_parse_error"
     assert diagnose_text(missing, scorer=False).label == "unrecognized_error"
+
+
+@pytest.mark.parametrize(
+    ("text", "signature"),
+    [
+        # a renderer and OpenCL saying they found no GPU on one platform, then carrying on
+        ("2026-12-04 09:20:11.041 <info>    | no GPU device found.\n", "no_cuda_device"),
+        (
+            "[opencl] Platform #0: Intel(R) OpenCL (Intel(R) Corporation) - no GPU device found, skipping\n",
+            "no_cuda_device",
+        ),
+        # a kernel's fallback warning and a flag's help text naming the generation a kernel needs
+        (
+            "WARNING 12-04 10:01:10 [fp8_utils.py:512] CUTLASS block-scaled FP8 GEMM is only supported on sm90 or "
+            "newer; falling back to the Triton w8a8 block kernel (GPU capability 8.9).\n",
+            "no_kernel_image",
+        ),
+        (
+            "                        kernels are only supported on sm89 or newer (ROCm: fp8_e4m3 only).\n",
+            "no_kernel_image",
+        ),
+        # Julia loading the CUDA runtime (a toolkit library), not the driver's
+        ('\u2502    could not load library "cudart64_12.dll"\n', "libcuda_missing"),
+    ],
+)
+def test_batch_32_wordings_stay_with_their_failing_form(text: str, signature: str) -> None:
+    # review of blind batch 32 (2026-12-04): the patterns need the failing program's own form ("Error: No GPU
+    # device found!", "constraint failed: ... only supported on sm90 or newer", the driver library's name); the
+    # learned scorer may still name a likely cause, so the signatures' evidence is what is asked
+    d = diagnose_text(text, scorer=False)
+    assert signature not in {e["signature"] for e in d.evidence}, d.evidence
 
 
 def test_placeholder_and_stub_libraries_are_inferred_not_decided() -> None:
