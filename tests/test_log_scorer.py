@@ -85,12 +85,16 @@ def test_shipped_model_records_its_inputs(model: Model) -> None:
     assert set(model.classes) - {"none"} <= set(LABELS) and "healthy" not in model.classes
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_retraining_reproduces_the_shipped_file_byte_for_byte(tmp_path: Path) -> None:
     need_path(DEV_CORPUS, "the team corpus (part of the scorer's training data)")
     out = tmp_path / "log_scorer.json"
-    # about 3 minutes alone on 2 cores at 1,974 excerpts (188 s); the bound is for a hang, not for speed
+    # about 3 minutes alone on 2 cores at 1,974 excerpts (188 s), 8.5 minutes at 4,100 (about 510 s), longer
+    # beside the other tests of a parallel run (it timed out at the suite's 900 s beside a cross-validation);
+    # the bounds are for a hang, not for speed
     r = subprocess.run(
-        [sys.executable, str(SCRIPT), "--output", str(out)], capture_output=True, text=True, timeout=1200, check=False
+        [sys.executable, str(SCRIPT), "--output", str(out)], capture_output=True, text=True, timeout=1700, check=False
     )
     assert r.returncode == 0, r.stderr
     assert out.read_bytes() == SHIPPED.read_bytes(), (
