@@ -90,7 +90,7 @@ def test_shipped_model_records_its_inputs(model: Model) -> None:
 def test_retraining_reproduces_the_shipped_file_byte_for_byte(tmp_path: Path) -> None:
     need_path(DEV_CORPUS, "the team corpus (part of the scorer's training data)")
     out = tmp_path / "log_scorer.json"
-    # about 3 minutes alone on 2 cores at 1,974 excerpts (188 s), 8.5 minutes at 4,100 (about 510 s), longer
+    # about 3 minutes alone on 2 cores at 1,974 excerpts (188 s), 7.5 minutes at 4,100 (447 s), longer
     # beside the other tests of a parallel run (it timed out at the suite's 900 s beside a cross-validation);
     # the bounds are for a hang, not for speed
     r = subprocess.run(
