@@ -1601,6 +1601,7 @@ CASES: list[tuple[str, str]] = [
         "<host>:18569:18835 [0] bootstrap.cc:131 NCCL WARN Bootstrap Root : rank 1 of 8 ranks has already checked in",
     ),
     ("oom_runtime", "OutOfMemoryError                          Traceback (most recent call last)"),
+    ("oom_runtime", "torch.cuda.OutOfMemoryError: Caught OutOfMemoryError in replica 0 on device 0."),
     (
         "oom_runtime",
         "ray.exceptions.RayTaskError(OutOfMemoryError): ray::MegatronTrainRayActor.train() (pid=2025282)",
@@ -1639,7 +1640,9 @@ CASES: list[tuple[str, str]] = [
 
 @pytest.mark.parametrize(("label", "text"), CASES, ids=[f"{lab}-{i}" for i, (lab, _) in enumerate(CASES)])
 def test_label_from_fixed_wording(label: str, text: str) -> None:
-    d = diagnose_text(text + "\n")
+    # the signatures alone: a fixed wording is theirs to decide, and the learned scorer (trained on these
+    # excerpts' threads) would otherwise hide a pattern that was dropped or broken
+    d = diagnose_text(text + "\n", scorer=False)
     assert d.label == label, d.summary()
     if label not in ("healthy", "inconclusive"):
         rc = d.root_cause
@@ -2170,19 +2173,6 @@ def test_new_wordings_do_not_over_read(label: str, text: str) -> None:
     assert diagnose_text(text).label == label
 
 
-def test_a_tool_call_missing_an_argument_is_not_a_parse_error_of_the_signatures() -> None:
-    # The Vercel AI SDK names both with AI_InvalidToolInputError; only a JSON parse of the arguments is the
-    # server's tool-call parsing (blind batch 31), a missing argument is the model's (review). The learned
-    # scorer may still read it as a parse error, so the signatures alone are asked.
-    parse = "AI_InvalidToolInputError: Invalid input for tool glob: JSON parsing\nfailed: Text: <parameter=pattern>"
-    missing = (
-        "AI_InvalidToolInputError: Invalid input for tool edit: Type validation failed: Value: "
-        '{"filePath":"/repo/src/app.ts","oldString":"foo"}.\n'
-    )
-    assert diagnose_text(parse, scorer=False).label == "tool_call_parse_error"
-    assert diagnose_text(missing, scorer=False).label == "unrecognized_error"
-
-
 @pytest.mark.parametrize(
     ("text", "signature"),
     [
@@ -2204,12 +2194,19 @@ def test_a_tool_call_missing_an_argument_is_not_a_parse_error_of_the_signatures(
         ),
         # Julia loading the CUDA runtime (a toolkit library), not the driver's
         ('\u2502    could not load library "cudart64_12.dll"\n', "libcuda_missing"),
+        # a tool call missing an argument (the model's), where only a JSON parse of the arguments is the parser's
+        # (blind batch 31 and its review; the parse itself is a case above)
+        (
+            "AI_InvalidToolInputError: Invalid input for tool edit: Type validation failed: Value: "
+            '{"filePath":"/repo/src/app.ts","oldString":"foo"}.\n',
+            "tool_parser_error",
+        ),
     ],
 )
-def test_batch_32_wordings_stay_with_their_failing_form(text: str, signature: str) -> None:
-    # review of blind batch 32 (2026-12-04): the patterns need the failing program's own form ("Error: No GPU
-    # device found!", "constraint failed: ... only supported on sm90 or newer", the driver library's name); the
-    # learned scorer may still name a likely cause, so the signatures' evidence is what is asked
+def test_wordings_a_program_goes_on_from_are_not_its_signature(text: str, signature: str) -> None:
+    # reviews of blind batches 31-32 (2026-12-04): the patterns need the failing program's own form ("Error: No
+    # GPU device found!", "constraint failed: ... only supported on sm90 or newer", the driver library's name,
+    # "JSON parsing"); the learned scorer may still name a likely cause, so the signatures' evidence is asked
     d = diagnose_text(text, scorer=False)
     assert signature not in {e["signature"] for e in d.evidence}, d.evidence
 
