@@ -1635,6 +1635,86 @@ CASES: list[tuple[str, str]] = [
         "... model_repository_manager.cc:1927] Poll failed for model directory 'arcface_r100_v1': failed to open text "
         "file for read /models/arcface_r100_v1/config.pbtxt: No such file or directory",
     ),
+    # blind batch 34 (2026-12-04), each in its real wording
+    ("arch_unsupported", "SGlang only supports sm 75 and  above"),
+    ("arch_unsupported", "nvcc fatal   : Unsupported gpu architecture 'compute_110a'"),
+    (
+        "abi_or_wheel_mismatch",
+        "[01/24/2023-00:50:48] [TRT] [E] 9: The engine plan file has a layer that utilizes loop API or boolean "
+        "tensors, but the current platform does not support these layers due to mismatch of libnvrtc version.",
+    ),
+    (
+        "other_config_error",
+        "E0213 08:38:03.190242 56095 model_repository_manager.cc:834] failed to load 'resnet50_trt' version 1: Invalid "
+        "argument: unexpected configuration maximum batch size 64 for 'resnet50_trt_0_gpu0', model maximum is 1",
+    ),
+    ("other_config_error", "inference.ModelConfig: 29:17: Expected integer, got: $"),
+    (
+        "other_config_error",
+        "docker: Error response from daemon: cannot set both Count and DeviceIDs on device request.",
+    ),
+    (
+        "other_config_error",
+        "services.instant-ngp.deploy.resources.reservations value 'devices' does not match any of the regexes: '^x-'",
+    ),
+    ("no_gpu_visible", "fatal error: --n-gpu-layers 35 was passed but no gpus were found"),
+    (
+        "no_gpu_visible",
+        "Failed to start container with docker id aa5a0319488f with error: Error response from daemon: "
+        '{"message":"linux runtime spec devices: error gathering device information while adding custom device '
+        '\\"/dev/nvidia0\\": lstat /dev/nvidia0: no such file or directory"}',
+    ),
+    (
+        "driver_too_old",
+        "WARNING:ramalama:CUDA version (11, 4) is not supported. Minimum required version is 12.4.: Falling back to "
+        "default image.",
+    ),
+    ("container_toolkit_requirement", "  failed to write spec: invalid CDI Spec:"),
+    (
+        "shm_insufficient",
+        "error: failed to register input shared memory region: Unable to open shared memory region: '/input_simple'",
+    ),
+    (
+        "tool_call_parse_error",
+        '567.38.283.954 W srv    operator(): got exception: {"error":{"code":500,"message":"Failed to parse input at '
+        "pos 0: ...<|message|><|start|>assistant<|channel|>analysis<|message|>We need to produce a summary",
+    ),
+    ("unrecognized_error", "ERROR core.py:938 EngineCore encountered a fatal error."),
+    (
+        "unrecognized_error",
+        "called `Result::unwrap()` on an `Err` value: CompletionError(HttpError(InvalidStatusCodeWithMessage(400, "
+        '"{\\"error\\":{\\"message\\":\\"1 validation error for Message',
+    ),
+    ("healthy", "slot get_availabl: id  0 | task -1 | selected slot by lru, t_last = -1"),
+    ("unrecognized_error", "called `Result::unwrap()` on an `Err` value: Os { code: 2, kind: NotFound }"),
+    (
+        "oom_weights",
+        "Error Code 2: OutOfMemory.\nTactic Device request: 172032MB Available: 45623MB. Device memory is insufficient "
+        "to use tactic.",
+    ),
+    # blind batch 35 (2026-12-04), each in its real wording
+    ("arch_unsupported", "[3] enqueue.cc:215 NCCL WARN Cuda failure 'invalid device function'"),
+    ("arch_unsupported", "[[pulse_test]] Incompatible CUDA compute capability major version: 12"),
+    ("abi_or_wheel_mismatch", "nvrtc: error: failed to open nvrtc-builtins64_129.dll."),
+    ("abi_or_wheel_mismatch", "nvrtc: error: failed to open libnvrtc-builtins.so.12.1."),
+    ("abi_or_wheel_mismatch", "Detected unsupported Cuda version"),
+    (
+        "nccl_error",
+        '  File "/home/<user>/miniconda3/envs/wespeaker/lib/python3.9/site-packages/torch/distributed/elastic/'
+        'rendezvous/c10d_rendezvous_backend.py", line 113, in _call_store',
+    ),
+    ("other_config_error", "AssertionError: The choosen size 150 is not compatible with sharding on 4 shards"),
+    (
+        "other_config_error",
+        "Unauthorized to access 'https://huggingface.co/briaai/RMBG-2.0/resolve/main/.gitattributes'.",
+    ),
+    ("healthy", "Total. latency:  0.086 s, throughput:   1531.66 token/s"),
+    (
+        "oom_weights",
+        '  File "/usr/local/lib/python3.12/dist-packages/torch/nn/modules/linear.py", line 109, in __init__\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 108.00 MiB. GPU 3 has a total capacity of "
+        "31.36 GiB of which 108.75 MiB is free.",
+    ),
 ]
 
 
@@ -2164,6 +2244,49 @@ NARROW: list[tuple[str, str]] = [
         "E0501 10:00:00.000 1 model_repository_manager.cc:1927] Poll failed for model directory 'lost+found': "
         "failed to open text file for read /models/lost+found/config.pbtxt: No such file or directory\n"
         "I0501 10:00:01.000 1 grpc_server.cc:2495] Started GRPCInferenceService at 0.0.0.0:8001\n",
+    ),
+    # review of blind batch 35 (2026-12-04): bitsandbytes falling back to its CPU library when it finds no libcuda
+    # (the web UI then serves), nvidia-smi treating a compute mode MIG refuses as a warning, torch elastic's
+    # rendezvous WARNING at teardown of a run that finished, Fabric Manager up (it is not the server)
+    (
+        "healthy",
+        "CUDA SETUP: WARNING! libcuda.so not found! Do you have a CUDA driver installed? If you are on a cluster, "
+        "make sure you are on a CUDA machine!\n"
+        "CUDA SETUP: Loading binary /opt/conda/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_cpu.so...\n"
+        "Running on local URL:  http://0.0.0.0:7860\n"
+        "Output generated in 2.41 seconds (21.57 tokens/s, 52 tokens, context 38, seed 1290872)\n",
+    ),
+    (
+        "healthy",
+        "Setting compute mode to EXCLUSIVE_PROCESS is not supported on a MIG-enabled device.\n"
+        "Unable to set the compute mode for GPU 00000000:31:00.0: Not Supported\n"
+        "Treating as warning and moving on.\n"
+        "INFO:     Application startup complete.\n"
+        'INFO:     10.0.0.5:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n',
+    ),
+    # review of blind batch 34 (2026-12-04): a claim's CDI spec not written for a full disk, a sampler's fallback in
+    # SGLang's words, a MIG capability node missing
+    (
+        "unrecognized_error",
+        "NodePrepareResources failed for ResourceClaim gpu-claim: unable to create CDI spec file for claim: failed to "
+        "write spec: write /var/run/cdi/k8s.gpu.nvidia.com-claim_x.json.tmp: no space left on device\n",
+    ),
+    (
+        "healthy",
+        "WARNING 06-11 09:12:03 [sampler.py:50] FlashInfer sampler only supports sm 80 and above; falling back to "
+        "PyTorch-native sampling.\n"
+        'INFO:     10.0.0.5:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n',
+    ),
+    (
+        "unrecognized_error",
+        'Error response from daemon: {"message":"linux runtime spec devices: error gathering device information while '
+        'adding custom device \\"/dev/nvidia-caps/nvidia-cap21\\": lstat /dev/nvidia-caps/nvidia-cap21: no such file '
+        'or directory"}\n',
+    ),
+    (
+        "inconclusive",
+        'Jan 05 14:45:28 host nvidia-fabricmanager-start.sh[1049]: Started "Nvidia Fabric Manager"\n'
+        "INFO 01-05 14:50:21 [pynccl.py:70] vLLM is using nccl==2.26.2\n",
     ),
 ]
 
