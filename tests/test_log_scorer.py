@@ -208,7 +208,8 @@ def test_rules_hold_on_every_labelled_excerpt(rows: list[dict]) -> None:
     # the threshold went from 0.82 at 3,921 back to 0.83, and nine right names of the scorer on earlier
     # sets fell below it). 0.9299 at 4,381 (batches 34 and 35 added, scored first at 0.876 and 0.854; the
     # threshold rose to 0.85, and nvcc's `Unsupported gpu architecture` is arch_unsupported now, as seven
-    # labelled rows read it, which names a wrong cause for the three rows that read it as a build's fault).
+    # labelled rows read it, which names a wrong cause for the three rows that read it as a build's fault);
+    # 0.9292 at 4,423 (batch 36 added, scored first at 0.800; the threshold back at 0.84).
     assert f["precision_named"] >= 0.929, f
 
 
@@ -281,6 +282,7 @@ FLOORS = [
     (0.81, 0.95),
     (0.85, 0.91),
     (0.84, 0.89),
+    (0.80, 0.83),
 ]
 
 
@@ -366,7 +368,8 @@ def test_blind_batch_figures_after_training_on_it(batch: Path, floor: float, pre
     # 0.717 / 0.876 / 0.709 and 0.767 / 0.854 / 0.745) moved it to 0.85: batch 13 went to 0.846, batch 17 to
     # 0.743 / 0.878, batch 30 to 0.747 and batch 31 to 0.845; nvcc's unsupported architecture, now
     # arch_unsupported as seven labelled rows read it, names a wrong cause for a row of batch 23 that reads it
-    # as a CMake bug, which went to 0.838 precision (their floors follow).
+    # as a CMake bug, which went to 0.838 precision (their floors follow). Batch 36 (4,423 excerpts; scored first
+    # at 0.667 / 0.800 / 0.645, as found and after batches 34 and 35's change alike) moved it back to 0.84.
     rows = load_corpus(batch)
     labels = [diagnose_text(r["log"]).label for r in rows]
     f = figures(list(zip([r["label"] for r in rows], labels, strict=True)))
